@@ -1,0 +1,106 @@
+"""`BertConfig`: the shape of a BERT encoder, its presets and the original JSON format."""
+
+import dataclasses
+import json
+
+import tensorflow as tf
+
+from bert_tf.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+  """Hyper-parameters of a BERT encoder, named as in original BERT's `bert_config.json`."""
+
+  vocab_size: int = 30522
+  hidden_size: int = 768
+  num_hidden_layers: int = 12
+  num_attention_heads: int = 12
+  intermediate_size: int = 3072
+  hidden_act: str = "gelu"
+  hidden_dropout_prob: float = 0.1
+  attention_probs_dropout_prob: float = 0.1
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 2
+  initializer_range: float = 0.02
+
+  def __post_init__(self):
+    if self.hidden_size % self.num_attention_heads:
+      raise UserError(
+          f"hidden_size {self.hidden_size} is not divisible by "
+          f"num_attention_heads {self.num_attention_heads}")
+    if self.hidden_act != "gelu":
+      raise UserError(f"hidden_act {self.hidden_act!r} is not supported (only 'gelu')")
+
+  def replace(self, **changes) -> "BertConfig":
+    return dataclasses.replace(self, **changes)
+
+  def to_dict(self) -> dict:
+    return dataclasses.asdict(self)
+
+  def to_json_file(self, path: str) -> None:
+    with tf.io.gfile.GFile(path, "w") as f:
+      f.write(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+
+  @classmethod
+  def from_json_file(cls, path: str) -> "BertConfig":
+    """Reads an original-format `bert_config.json`; unknown keys are an error."""
+    if not tf.io.gfile.exists(path):
+      raise UserError(f"config file not found: {path}")
+    with tf.io.gfile.GFile(path) as f:
+      try:
+        values = json.load(f)
+      except json.JSONDecodeError as e:
+        raise UserError(f"config file {path} is not valid JSON: {e}") from None
+    known = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+      raise UserError(f"config file {path} has unknown keys: {', '.join(unknown)}")
+    return cls(**values)
+
+
+def _small_bert(layers: int, hidden: int) -> BertConfig:
+  # The 24 small BERTs (Turc et al., 2019): 64-dimensional heads, 4x feed-forward.
+  return BertConfig(
+      hidden_size=hidden,
+      num_hidden_layers=layers,
+      num_attention_heads=hidden // 64,
+      intermediate_size=4 * hidden)
+
+
+PRESETS = {
+    f"bert_uncased_L-{layers}_H-{hidden}_A-{hidden // 64}": _small_bert(layers, hidden)
+    for layers in (2, 4, 6, 8, 10, 12)
+    for hidden in (128, 256, 512, 768)
+}
+PRESETS.update({
+    "bert_tiny": _small_bert(2, 128),
+    "bert_mini": _small_bert(4, 256),
+    "bert_small": _small_bert(4, 512),
+    "bert_medium": _small_bert(8, 512),
+    "bert_base": BertConfig(),
+    "bert_large": BertConfig(
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096),
+})
+
+
+def resolve_config(name_or_path: str, vocab_size: int) -> BertConfig:
+  """Returns the preset called `name_or_path`, or reads it as a `bert_config.json`.
+
+  A preset takes the vocabulary's size; a JSON file must already agree with it.
+  """
+  if name_or_path in PRESETS:
+    return PRESETS[name_or_path].replace(vocab_size=vocab_size)
+  if name_or_path.endswith(".json"):
+    config = BertConfig.from_json_file(name_or_path)
+    if config.vocab_size != vocab_size:
+      raise UserError(
+          f"vocab_size {config.vocab_size} in {name_or_path} does not match the "
+          f"vocabulary's {vocab_size} tokens")
+    return config
+  raise UserError(
+      f"unknown --config {name_or_path!r}: use a preset ({', '.join(sorted(PRESETS))}) "
+      "or a bert_config.json path")

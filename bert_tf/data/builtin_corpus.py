@@ -1,0 +1,74 @@
+"""The built-in corpus: Python's language reference, which every Python installation carries.
+
+`pydoc_data.topics` holds the reference's 79 help topics as plain text. Each topic becomes one
+document of the corpus format (SPEC §1): one sentence per line, a blank line between documents.
+Prose is re-flowed and split into sentences; grammar rules and code examples are kept as one
+line each, since they are text the model should see but have no sentences.
+"""
+
+import os
+import re
+
+from pydoc_data import topics as pydoc_topics
+
+NAME = "builtin"
+NUM_FILES = 4
+
+_UNDERLINE = re.compile(r"^\s*([*=\-~^\"'])\1{2,}\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
+
+
+def _paragraphs(text: str):
+  paragraph = []
+  for line in text.splitlines():
+    if not line.strip():
+      if paragraph:
+        yield paragraph
+      paragraph = []
+    elif not _UNDERLINE.match(line):
+      paragraph.append(line)
+  if paragraph:
+    yield paragraph
+
+
+def topic_sentences(text: str) -> list[str]:
+  """Splits one help topic into the lines of one corpus document."""
+  sentences = []
+  for paragraph in _paragraphs(text):
+    joined = " ".join(line.strip() for line in paragraph)
+    if paragraph[0].startswith((" ", "\t")):
+      # Code or grammar: one line, not split at full stops inside the code.
+      sentences.append(joined)
+    else:
+      sentences.extend(s.strip() for s in _SENTENCE_END.split(joined) if s.strip())
+  return sentences
+
+
+def write_corpus(directory: str) -> list[str]:
+  """Writes the corpus as `NUM_FILES` text files under `directory`; returns their paths.
+
+  Writing goes through a temporary name so that a killed process never leaves a half file.
+  """
+  os.makedirs(directory, exist_ok=True)
+  names = sorted(pydoc_topics.topics)
+  paths = []
+  for shard in range(NUM_FILES):
+    path = os.path.join(directory, f"pydoc_topics-{shard:02d}-of-{NUM_FILES:02d}.txt")
+    documents = ["\n".join(topic_sentences(pydoc_topics.topics[name]))
+                 for name in names[shard::NUM_FILES]]
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+      f.write("\n\n".join(documents) + "\n")
+    os.replace(path + ".tmp", path)
+    paths.append(path)
+  return paths
+
+
+def corpus_pattern(data_dir: str) -> str:
+  """Returns the glob of the built-in corpus under `data_dir`, writing it when first needed."""
+  directory = os.path.join(data_dir, "pydoc_topics")
+  pattern = os.path.join(directory, "pydoc_topics-*.txt")
+  expected = [os.path.join(directory, f"pydoc_topics-{i:02d}-of-{NUM_FILES:02d}.txt")
+              for i in range(NUM_FILES)]
+  if not all(os.path.exists(p) for p in expected):
+    write_corpus(directory)
+  return pattern

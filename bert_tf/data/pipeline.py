@@ -1,0 +1,182 @@
+"""`pretraining_dataset`: corpus files to batches that `model.fit` takes (SPEC §1-5).
+
+Stages, all tf ops:
+  files -> (shard, shuffle) -> documents (interleaved) -> (shuffle) -> windows of documents
+  -> WordPiece -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking -> (shuffle) -> batches.
+
+Reproducibility: every random choice is a stateless op keyed on `seed` and the window's index
+in the stream, and every shuffle is seeded, with deterministic ordering; so the same seed gives
+the same batches bit for bit, and each pass over the data (epoch) pairs and masks afresh
+because its windows have new indices and its shuffles new orders.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.data import corpus, masking, pairing
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+
+FEATURE_NAMES = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+  """How examples are made; field names are the `train.py` flag names."""
+
+  seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  mask_token_rate: float = 0.8
+  random_token_rate: float = 0.1
+  whole_word_masking: bool = False
+  nsp: bool = True
+  do_lower_case: bool = True
+  input_format: str = "sentence_per_line"
+  documents_per_window: int = 32
+  document_shuffle_buffer: int = 1000
+  example_shuffle_buffer: int = 1000
+
+  def check(self) -> None:
+    """Rejects settings that could only train wrongly, before any data is read."""
+    if self.seq_length < 8:
+      raise UserError(f"seq_length {self.seq_length} is too short (at least 8)")
+    if not 0 < self.masked_lm_prob < 1:
+      raise UserError(f"masked_lm_prob {self.masked_lm_prob} is not in (0, 1)")
+    needed = -(-int(round(self.masked_lm_prob * self.seq_length * 1000)) // 1000)
+    if self.max_predictions_per_seq < needed:
+      raise UserError(
+          f"max_predictions_per_seq {self.max_predictions_per_seq} is below "
+          f"ceil(masked_lm_prob * seq_length) = {needed}: fewer tokens would be masked "
+          "than masked_lm_prob asks")
+    if not 0 <= self.short_seq_prob <= 1:
+      raise UserError(f"short_seq_prob {self.short_seq_prob} is not in [0, 1]")
+    if min(self.mask_token_rate, self.random_token_rate) < 0 or (
+        self.mask_token_rate + self.random_token_rate > 1):
+      raise UserError("mask_token_rate and random_token_rate must be >= 0 and sum to <= 1")
+    if self.input_format not in corpus.INPUT_FORMATS:
+      raise UserError(
+          f"unknown input_format {self.input_format!r}: use one of {corpus.INPUT_FORMATS}")
+
+
+class ExampleBuilder:
+  """Turns a window of documents into padded, masked examples (the per-window work)."""
+
+  def __init__(self, vocabulary: Vocabulary, config: PipelineConfig):
+    self.config = config
+    self.vocabulary = vocabulary
+    self.tokenizer = vocabulary.tokenizer(config.do_lower_case)
+    self.special_ids = tf.constant(
+        [vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32)
+    self.replacement_ids = tf.constant(vocabulary.replacement_ids(), tf.int32)
+    self.continuation = tf.constant(vocabulary.continuation_flags(), tf.bool)
+
+  def __call__(self, documents: tf.RaggedTensor, seed: tf.Tensor):
+    """documents: string [documents, (sentences)]. Returns (features, labels, weights, facts),
+    each with a leading instance dimension; `facts` tells how each pair was made (for audits)."""
+    config = self.config
+    pair_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
+    sentence_tokens = tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
+    pairs = pairing.create_pairs(
+        sentence_tokens, pair_seed, seq_length=config.seq_length,
+        short_seq_prob=config.short_seq_prob, nsp=config.nsp)
+    # create_pairs drops empty sentences; the flat token list is unchanged by that.
+    segment_a, segment_b = pairing.gather_segments(tokens.flat_values, pairs)
+    segments = [segment_a, segment_b] if config.nsp else [segment_a]
+    token_ids, segment_ids = tf_text.combine_segments(
+        segments, self.vocabulary.cls_id, self.vocabulary.sep_id)
+    lengths = tf.cast(token_ids.row_lengths(), tf.int32)
+    shape = [None, config.seq_length]
+    token_ids = token_ids.to_tensor(shape=shape)  # [instances, seq]
+    segment_ids = tf.cast(segment_ids.to_tensor(shape=shape), tf.int32)
+    padding_mask = tf.cast(tf.range(config.seq_length)[None, :] < lengths[:, None], tf.int32)
+    masked = masking.mask_tokens(
+        token_ids, lengths, mask_seed,
+        special_ids=self.special_ids, mask_id=self.vocabulary.mask_id,
+        replacement_ids=self.replacement_ids, continuation=self.continuation,
+        max_predictions=config.max_predictions_per_seq,
+        masked_lm_prob=config.masked_lm_prob, mask_token_rate=config.mask_token_rate,
+        random_token_rate=config.random_token_rate,
+        whole_word_masking=config.whole_word_masking)
+    features = {
+        "token_ids": masked.token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "masked_positions": masked.masked_positions,
+    }
+    labels = {"mlm": masked.masked_ids, "nsp": pairs.is_next}
+    weights = {"mlm": masked.masked_weights,
+               "nsp": tf.ones_like(pairs.is_next, tf.float32)}
+    pair_facts = {"is_next": pairs.is_next, "document_a": pairs.document_a,
+                  "document_b": pairs.document_b, "is_short": pairs.is_short}
+    return features, labels, weights, pair_facts
+
+
+def _documents(files: list[str], config: PipelineConfig, seed: int, epoch: tf.Tensor,
+               num_shards: int, shard_index: int) -> tf.data.Dataset:
+  """One epoch's documents of this shard, files and documents shuffled by (seed, epoch)."""
+  epoch_seed = tf.cast(seed, tf.int64) * 1_000_003 + tf.cast(epoch, tf.int64)
+  file_names = tf.data.Dataset.from_tensor_slices(files)
+  shard_files = len(files) >= num_shards
+  if shard_files:
+    # Whole files per worker: no example read twice, none lost.
+    file_names = file_names.shard(num_shards, shard_index)
+  file_names = file_names.shuffle(len(files), seed=epoch_seed)
+  documents = file_names.interleave(
+      lambda path: corpus.read_documents(path, config.input_format),
+      cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True)
+  if not shard_files:
+    # Fewer files than workers: every worker reads every file and keeps its share of documents.
+    documents = documents.shard(num_shards, shard_index)
+  # Shuffling documents mixes files, so that a window pairs documents of several of them.
+  return documents.shuffle(config.document_shuffle_buffer, seed=epoch_seed + 1)
+
+
+def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
+                        max_predictions_per_seq: int = 20, batch_size: int = 32,
+                        seed: int = 0, repeat: bool = True, num_shards: int = 1,
+                        shard_index: int = 0, data_dir: str = "data",
+                        with_pairs: bool = False, **config) -> tf.data.Dataset:
+  """Batches of `(features, labels, sample_weights)` for BERT pre-training.
+
+  Args:
+    file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
+    vocab_file: WordPiece vocabulary, one token a line.
+    seq_length, max_predictions_per_seq: padded lengths S and P (SPEC §5).
+    batch_size: examples per batch (per input pipeline).
+    seed: makes the whole stream reproducible.
+    repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.
+    num_shards, shard_index: this input pipeline's share, e.g. from `tf.distribute.InputContext`.
+    data_dir: where the built-in corpus is written.
+    with_pairs: add a fourth element with the pairing facts (for the audit).
+    **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
+  """
+  config = PipelineConfig(seq_length=seq_length,
+                          max_predictions_per_seq=max_predictions_per_seq, **config)
+  config.check()
+  files = corpus.list_files(file_patterns, data_dir)
+  vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
+  build_examples = ExampleBuilder(vocabulary, config)
+
+  epochs = tf.data.Dataset.counter() if repeat else tf.data.Dataset.range(1)
+  documents = epochs.flat_map(
+      lambda epoch: _documents(files, config, seed, epoch, num_shards, shard_index))
+  windows = documents.ragged_batch(config.documents_per_window).enumerate()
+
+  def window_to_examples(index, window):
+    features, labels, weights, pairs = build_examples(
+        window, tf.stack([tf.cast(seed, tf.int64), index]))
+    if with_pairs:
+      return features, labels, weights, pairs
+    return features, labels, weights
+
+  examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
+                         deterministic=True).unbatch()
+  # Examples of one window come from the same few documents: shuffling spreads them out.
+  examples = examples.shuffle(config.example_shuffle_buffer, seed=seed + 2)
+  return examples.batch(batch_size, drop_remainder=repeat).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,60 @@
+"""The pre-training model: encoder + MLM head + NSP head (SPEC §6), and how it is compiled."""
+
+import keras
+import keras_hub
+
+from bert_tf.config import BertConfig
+from bert_tf.model import encoder as encoder_lib
+from bert_tf.model.loss import masked_lm_loss
+
+FEATURE_NAMES = encoder_lib.INPUT_NAMES + ("masked_positions",)
+
+
+def pretraining_model(config: BertConfig) -> keras.Model:
+  """A Keras functional model: features (SPEC §5) -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
+
+  The MLM head gathers the masked positions before projecting onto the vocabulary with the
+  token embedding matrix (tied), so the projection costs P, not S, rows per sequence. Both
+  heads compute in float32, so logits and losses stay float32 under mixed precision.
+  """
+  # === Layers ===
+  encoder = encoder_lib.bert_encoder(config)
+  mlm_head = keras_hub.layers.MaskedLMHead(
+      vocabulary_size=config.vocab_size,
+      token_embedding=encoder.token_embedding,
+      intermediate_activation=keras.activations.gelu,
+      layer_norm_epsilon=1e-12,  # keras-hub's default is 1e-5; BERT's is 1e-12.
+      kernel_initializer=encoder_lib.initializer(config),
+      dtype="float32",
+      name="mlm")
+  nsp_head = keras.layers.Dense(
+      2, kernel_initializer=encoder_lib.initializer(config), dtype="float32", name="nsp")
+
+  # === Functional Model ===
+  inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in FEATURE_NAMES}
+  encoded = encoder({name: inputs[name] for name in encoder_lib.INPUT_NAMES})
+  outputs = {
+      "mlm": mlm_head(encoded["sequence_output"],
+                      mask_positions=inputs["masked_positions"]),  # [batch, P, vocab]
+      "nsp": nsp_head(encoded["pooled_output"]),  # [batch, 2]; class 1 = IsNext
+  }
+  return keras.Model(inputs, outputs, name="bert_pretraining")
+
+
+def compile_for_pretraining(model: keras.Model, optimizer, *, mlm_loss_weight: float = 1.0,
+                            nsp_loss_weight: float = 1.0, mlm_loss_reduction: str = "mean",
+                            jit_compile="auto", steps_per_execution: int = 1) -> keras.Model:
+  """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (SPEC §7) and the four metrics."""
+  model.compile(
+      optimizer=optimizer,
+      loss={"mlm": masked_lm_loss(mlm_loss_reduction),
+            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+      loss_weights={"mlm": mlm_loss_weight, "nsp": nsp_loss_weight},
+      weighted_metrics={
+          "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+          "nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+      },
+      jit_compile=jit_compile,
+      steps_per_execution=steps_per_execution)
+  return model

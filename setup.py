@@ -1,0 +1,20 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="bert_tf",
+    version="0.1.0",
+    description="BERT pre-training (masked LM + next sentence prediction) in TensorFlow 2 / Keras 3",
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    python_requires=">=3.10",
+    install_requires=[
+        # tensorflow-text is built against one tensorflow minor release: keep them together.
+        "tensorflow~=2.21.0",
+        "tensorflow-text~=2.21.0",
+        "keras>=3.15,<4",
+        "keras-hub>=0.32",
+        "absl-py",
+        "tensorboard~=2.21.0",
+        "matplotlib",
+    ],
+    extras_require={"test": ["pytest"]},
+)
