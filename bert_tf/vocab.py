@@ -1,8 +1,9 @@
 """Builds a WordPiece vocabulary from a corpus: `python -m bert_tf.vocab`.
 
-keras-hub's `compute_word_piece_vocabulary` does the learning (tensorflow-text's BERT
-vocabulary learner); this module feeds it the corpus's sentences as the pipeline reads them
-and writes the file atomically, with the five special tokens first.
+tensorflow-text's BERT vocabulary learner does the learning (keras-hub's
+`compute_word_piece_vocabulary` wraps the same learner but fixes its minimum token count at 10,
+too high for a small corpus); this module feeds it the corpus's sentences as the pipeline reads
+them and writes the file atomically, with the five special tokens first.
 """
 
 import os
@@ -11,6 +12,7 @@ import sys
 from absl import app, flags, logging
 import tensorflow as tf
 
+from bert_tf import files
 from bert_tf.data import corpus
 from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
 from bert_tf.errors import UserError
@@ -18,24 +20,26 @@ from bert_tf.errors import UserError
 
 def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
                      lower_case: bool = True, input_format: str = "sentence_per_line",
-                     data_dir: str = "data") -> Vocabulary:
-  """Learns a vocabulary of at most `vocab_size` tokens from the corpus; writes `vocab_file`."""
-  import keras_hub  # Heavy import, needed only here.
+                     min_token_count: int = 2, data_dir: str = "data") -> Vocabulary:
+  """Learns a vocabulary of at most `vocab_size` tokens from the corpus; writes `vocab_file`.
 
-  files = corpus.list_files(file_patterns, data_dir)
-  sentences = tf.data.Dataset.from_tensor_slices(files).flat_map(
+  Tokens seen fewer than `min_token_count` times are left out.
+  """
+  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
+  paths = corpus.list_files(file_patterns, data_dir)
+  sentences = tf.data.Dataset.from_tensor_slices(paths).flat_map(
       lambda path: corpus.read_documents(path, input_format)).unbatch()
   logging.info("Learning a %d-token WordPiece vocabulary from %d files", vocab_size,
-               len(files))
-  tokens = keras_hub.tokenizers.compute_word_piece_vocabulary(
-      sentences.batch(1024), vocab_size, lowercase=lower_case, strip_accents=lower_case,
-      reserved_tokens=list(SPECIAL_TOKENS))
+               len(paths))
+  tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
+      sentences.batch(1024), vocab_size, list(SPECIAL_TOKENS),
+      bert_tokenizer_params={"lower_case": lower_case},
+      learn_params={"lower_thresh": min_token_count})
   directory = os.path.dirname(vocab_file)
   if directory:
     tf.io.gfile.makedirs(directory)
-  with tf.io.gfile.GFile(vocab_file + ".tmp", "w") as f:
-    f.write("".join(token + "\n" for token in tokens))
-  tf.io.gfile.rename(vocab_file + ".tmp", vocab_file, overwrite=True)
+  files.write_text(vocab_file, "".join(token + "\n" for token in tokens))
   logging.info("Wrote %d tokens to %s", len(tokens), vocab_file)
   return Vocabulary(vocab_file)
 
@@ -48,7 +52,7 @@ def main(argv):
     vocabulary = build_vocabulary(
         FLAGS.input_files, FLAGS.vocab_file, vocab_size=FLAGS.vocab_size,
         lower_case=FLAGS.do_lower_case, input_format=FLAGS.input_format,
-        data_dir=FLAGS.data_dir)
+        min_token_count=FLAGS.min_token_count, data_dir=FLAGS.data_dir)
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
@@ -62,6 +66,7 @@ if __name__ == "__main__":
                     "Corpus layout.")
   flags.DEFINE_string("vocab_file", "data/vocab.txt", "Where to write the vocabulary.")
   flags.DEFINE_integer("vocab_size", 8000, "Largest number of tokens to learn.")
+  flags.DEFINE_integer("min_token_count", 2, "Leave out tokens seen fewer times.")
   flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased model).")
   flags.DEFINE_string("data_dir", "data", "Where the built-in corpus is written.")
   app.run(main)

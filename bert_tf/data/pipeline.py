@@ -118,23 +118,22 @@ class ExampleBuilder:
 
 def _documents(files: list[str], config: PipelineConfig, seed: int, epoch: tf.Tensor,
                num_shards: int, shard_index: int) -> tf.data.Dataset:
-  """One epoch's documents of this shard, files and documents shuffled by (seed, epoch)."""
-  epoch_seed = tf.cast(seed, tf.int64) * 1_000_003 + tf.cast(epoch, tf.int64)
-  file_names = tf.data.Dataset.from_tensor_slices(files)
+  """One epoch's documents of this shard, its files in an order drawn from (seed, epoch)."""
+  file_names = tf.constant(files)
   shard_files = len(files) >= num_shards
   if shard_files:
     # Whole files per worker: no example read twice, none lost.
-    file_names = file_names.shard(num_shards, shard_index)
-  file_names = file_names.shuffle(len(files), seed=epoch_seed)
-  documents = file_names.interleave(
+    file_names = file_names[shard_index::num_shards]
+  file_names = tf.random.experimental.stateless_shuffle(
+      file_names, tf.stack([tf.cast(seed, tf.int64), epoch]))
+  documents = tf.data.Dataset.from_tensor_slices(file_names).interleave(
       lambda path: corpus.read_documents(path, config.input_format),
       cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=True)
   if not shard_files:
     # Fewer files than workers: every worker reads every file and keeps its share of documents.
     documents = documents.shard(num_shards, shard_index)
-  # Shuffling documents mixes files, so that a window pairs documents of several of them.
-  return documents.shuffle(config.document_shuffle_buffer, seed=epoch_seed + 1)
+  return documents
 
 
 def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
@@ -166,6 +165,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   epochs = tf.data.Dataset.counter() if repeat else tf.data.Dataset.range(1)
   documents = epochs.flat_map(
       lambda epoch: _documents(files, config, seed, epoch, num_shards, shard_index))
+  # Shuffling documents mixes the files, so that a window pairs documents of several of them.
+  documents = documents.shuffle(config.document_shuffle_buffer, seed=seed)
   windows = documents.ragged_batch(config.documents_per_window).enumerate()
 
   def window_to_examples(index, window):
@@ -178,5 +179,5 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
                          deterministic=True).unbatch()
   # Examples of one window come from the same few documents: shuffling spreads them out.
-  examples = examples.shuffle(config.example_shuffle_buffer, seed=seed + 2)
+  examples = examples.shuffle(config.example_shuffle_buffer, seed=seed + 1)
   return examples.batch(batch_size, drop_remainder=repeat).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,127 @@
+"""The serving SavedModel: raw strings in, tokenized inside the graph (SPEC §9).
+
+Signatures:
+  fill_mask(text)           -> tokens [batch, masks, top_k] string, probabilities (float32)
+  is_next(text_a, text_b)   -> probability [batch] that text_b follows text_a
+  encode(text_a, text_b)    -> pooled_output [batch, hidden], sequence_output [batch, seq, hidden]
+Inputs longer than the sequence length are truncated as in training (the longer segment
+first), from the end. Loading needs `import tensorflow_text` first (its ops are in the graph).
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf import files
+from bert_tf.data.pairing import trimmed_lengths
+from bert_tf.data.tokenization import MASK, Vocabulary
+
+SIGNATURES = ("fill_mask", "is_next", "encode")
+
+
+class ServingModule(tf.Module):
+  """Tokenizer + pre-training model, with the three serving functions."""
+
+  def __init__(self, model: keras.Model, vocabulary: Vocabulary, *, seq_length: int,
+               lower_case: bool, top_k: int = 5):
+    super().__init__(name="bert_serving")
+    self.model = model
+    self.tokenizer = vocabulary.tokenizer(lower_case)
+    self.tokens = tf.constant(vocabulary.tokens)
+    self.cls_id, self.sep_id, self.mask_id = (
+        vocabulary.cls_id, vocabulary.sep_id, vocabulary.mask_id)
+    self.seq_length = seq_length
+    self.top_k = top_k
+
+  def _tokenize(self, text):
+    return tf.cast(self.tokenizer.tokenize(text), tf.int32)  # [batch, (tokens)]
+
+  def _model_inputs(self, text_a, text_b):
+    """[CLS] a [SEP] (b [SEP]) padded to the longest in the batch; b may be empty strings."""
+    segment_a, segment_b = self._tokenize(text_a), self._tokenize(text_b)
+    has_b = segment_b.row_lengths() > 0
+    budget = self.seq_length - 2 - tf.cast(has_b, tf.int64)
+    fit_a, fit_b = trimmed_lengths(segment_a.row_lengths(), segment_b.row_lengths(), budget)
+    segment_a = tf.ragged.boolean_mask(
+        segment_a, tf.ragged.range(segment_a.row_lengths()) < fit_a[:, None])
+    segment_b = tf.ragged.boolean_mask(
+        segment_b, tf.ragged.range(segment_b.row_lengths()) < fit_b[:, None])
+    token_ids, segment_ids = tf_text.combine_segments(
+        [segment_a, segment_b], self.cls_id, self.sep_id)
+    # combine_segments ends every segment with [SEP]; an empty B must add nothing.
+    keep = ~((segment_ids == 1) & ~has_b[:, None])
+    token_ids = tf.ragged.boolean_mask(token_ids, keep)
+    segment_ids = tf.ragged.boolean_mask(segment_ids, keep)
+    return {
+        "token_ids": token_ids.to_tensor(),
+        "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32),
+        "padding_mask": tf.cast(tf.ones_like(token_ids).to_tensor(), tf.int32),
+    }
+
+  def _encoder(self):
+    return self.model.get_layer("bert_encoder")
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  def fill_mask(self, text):
+    # Split at the literal "[MASK]" so the tokenizer never sees it; rejoin with its id.
+    pieces = tf.strings.split(text, MASK)  # [batch, (pieces)]
+    piece_tokens = self._tokenize(pieces.flat_values)  # [pieces, (tokens)]
+    is_last = tf.equal(tf.ragged.range(pieces.row_lengths()), pieces.row_lengths()[:, None] - 1)
+    masks = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(1 - tf.cast(is_last.flat_values, tf.int64))], self.mask_id),
+        1 - tf.cast(is_last.flat_values, tf.int64))
+    token_ids = tf.RaggedTensor.from_row_splits(
+        tf.concat([piece_tokens, masks], axis=1), pieces.row_splits).merge_dims(1, 2)
+    token_ids = token_ids[:, :self.seq_length - 2]
+    token_ids, _ = tf_text.combine_segments([token_ids], self.cls_id, self.sep_id)
+    positions = tf.ragged.boolean_mask(
+        tf.ragged.range(token_ids.row_lengths()), token_ids == self.mask_id)
+    is_slot = tf.ones_like(positions, tf.bool).to_tensor()  # [batch, masks]
+    features = {
+        "token_ids": token_ids.to_tensor(),
+        "segment_ids": tf.zeros_like(token_ids).to_tensor(),
+        "padding_mask": tf.ones_like(token_ids).to_tensor(),
+        "masked_positions": tf.cast(positions.to_tensor(), tf.int32),
+    }
+    logits = self.model(features, training=False)["mlm"]  # [batch, masks, vocab]
+    probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=self.top_k)
+    return {
+        "tokens": tf.where(is_slot[..., None], tf.gather(self.tokens, ids), ""),
+        "probabilities": tf.where(is_slot[..., None], probabilities, 0.0),
+    }
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                tf.TensorSpec([None], tf.string, name="text_b")])
+  def is_next(self, text_a, text_b):
+    encoded = self._encoder()(self._model_inputs(text_a, text_b), training=False)
+    logits = self.model.get_layer("nsp")(encoded["pooled_output"])  # [batch, 2]
+    return {"probability": tf.nn.softmax(logits)[:, 1]}  # class 1 = IsNext
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                tf.TensorSpec([None], tf.string, name="text_b")])
+  def encode(self, text_a, text_b):
+    encoded = self._encoder()(self._model_inputs(text_a, text_b), training=False)
+    return {"pooled_output": encoded["pooled_output"],
+            "sequence_output": encoded["sequence_output"]}
+
+
+def export_savedmodel(model: keras.Model, vocabulary: Vocabulary, directory: str, *,
+                      seq_length: int, lower_case: bool, top_k: int = 5) -> str:
+  """Writes the serving SavedModel to `directory` atomically; returns `directory`.
+
+  The vocabulary is copied in as `assets/vocab.txt` so the export stands alone.
+  """
+  module = ServingModule(model, vocabulary, seq_length=seq_length, lower_case=lower_case,
+                         top_k=top_k)
+  temporary = directory.rstrip("/") + ".tmp"
+  if tf.io.gfile.exists(temporary):
+    tf.io.gfile.rmtree(temporary)
+  tf.saved_model.save(module, temporary, signatures={
+      "fill_mask": module.fill_mask, "is_next": module.is_next, "encode": module.encode})
+  tf.io.gfile.makedirs(os.path.join(temporary, "assets"))
+  tf.io.gfile.copy(vocabulary.path, os.path.join(temporary, "assets", "vocab.txt"),
+                   overwrite=True)
+  files.replace_directory(temporary, directory)
+  return directory

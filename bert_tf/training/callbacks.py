@@ -1,0 +1,47 @@
+"""Keras callbacks for what Keras lacks: steady-state throughput and the learning rate in logs."""
+
+import time
+
+import keras
+
+
+class Throughput(keras.callbacks.Callback):
+  """Examples and tokens per second, leaving out the first steps (tracing, compilation).
+
+  Adds `examples_per_second` and `tokens_per_second` to each epoch's logs, so the progress
+  bar, TensorBoard and `metrics.json` all see them.
+  """
+
+  def __init__(self, global_batch_size: int, seq_length: int, skip_steps: int = 10):
+    super().__init__()
+    self.global_batch_size = global_batch_size
+    self.seq_length = seq_length
+    self.skip_steps = skip_steps
+    self._steps = 0
+    self._start = None
+    self._timed_steps = 0
+    self.examples_per_second = 0.0
+
+  def on_train_batch_end(self, batch, logs=None):
+    self._steps += 1
+    if self._steps == self.skip_steps:
+      self._start = time.perf_counter()
+    elif self._steps > self.skip_steps:
+      self._timed_steps += 1
+
+  def on_epoch_end(self, epoch, logs=None):
+    if self._start is not None and self._timed_steps:
+      elapsed = time.perf_counter() - self._start
+      self.examples_per_second = self._timed_steps * self.global_batch_size / elapsed
+    if logs is not None:
+      logs["examples_per_second"] = self.examples_per_second
+      logs["tokens_per_second"] = self.examples_per_second * self.seq_length
+
+
+class LearningRate(keras.callbacks.Callback):
+  """Adds the optimizer's current learning rate to each epoch's logs."""
+
+  def on_epoch_end(self, epoch, logs=None):
+    if logs is not None:
+      logs["learning_rate"] = float(keras.ops.convert_to_numpy(
+          self.model.optimizer.learning_rate))

@@ -1,0 +1,81 @@
+"""`train.py`'s command-line flags, one per `TrainConfig` field, grouped as in SPEC §10."""
+
+import dataclasses
+
+from absl import flags
+
+from bert_tf.data.corpus import INPUT_FORMATS
+from bert_tf.training.strategy import STRATEGIES
+from bert_tf.training.trainer import TrainConfig
+
+_DEFAULTS = TrainConfig()
+
+
+def define_flags() -> None:
+  d = _DEFAULTS
+  # === Data ===
+  flags.DEFINE_string("input_files", d.input_files,
+                      "Training corpus: globs or a comma list, local paths or any tf.io.gfile "
+                      "URL. `builtin` is Python's language reference (pydoc_data.topics), "
+                      "written under --data_dir when first needed.")
+  flags.DEFINE_string("eval_files", d.eval_files,
+                      "Held-out corpus evaluated at the end (same forms as --input_files).")
+  flags.DEFINE_enum("input_format", d.input_format, list(INPUT_FORMATS),
+                    "sentence_per_line: one sentence a line, blank lines between documents. "
+                    "paragraph_per_line: each line a document, split into sentences.")
+  flags.DEFINE_string("data_dir", d.data_dir, "Where the built-in corpus is written.")
+  flags.DEFINE_string("vocab_file", d.vocab_file,
+                      "WordPiece vocabulary, one token a line. Built from the corpus if it "
+                      "does not exist.")
+  flags.DEFINE_integer("vocab_size", d.vocab_size,
+                       "Largest vocabulary to learn when --vocab_file is built here.")
+  flags.DEFINE_bool("do_lower_case", d.do_lower_case,
+                    "Lower-case and strip accents (uncased model).")
+  flags.DEFINE_string("model_dir", d.model_dir,
+                      "Checkpoints, TensorBoard logs, flags.txt, metrics.json and export/.")
+  # === Examples ===
+  flags.DEFINE_integer("seq_length", d.seq_length, "Tokens per example, [CLS] and [SEP]s "
+                       "included.")
+  flags.DEFINE_integer("max_predictions_per_seq", d.max_predictions_per_seq,
+                       "Masked-LM prediction slots per example.")
+  flags.DEFINE_float("masked_lm_prob", d.masked_lm_prob, "Share of tokens to predict.")
+  flags.DEFINE_float("short_seq_prob", d.short_seq_prob,
+                     "Chance of a shorter target length for an example.")
+  flags.DEFINE_bool("whole_word_masking", d.whole_word_masking,
+                    "Mask whole words (a word and its ## pieces) with one decision.")
+  flags.DEFINE_bool("nsp", d.nsp, "Train next sentence prediction; --nonsp is MLM only.")
+  # === Model and loss ===
+  flags.DEFINE_string("config", d.config,
+                      "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
+                      "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.")
+  flags.DEFINE_float("mlm_loss_weight", d.mlm_loss_weight, "Weight of the MLM loss.")
+  flags.DEFINE_float("nsp_loss_weight", d.nsp_loss_weight, "Weight of the NSP loss.")
+  flags.DEFINE_enum("mlm_loss_reduction", d.mlm_loss_reduction, ["mean", "sum"],
+                    "mean: over real masked tokens (BERT). sum: the seed's summed form.")
+  # === Optimisation ===
+  flags.DEFINE_enum("optimizer", d.optimizer, ["adamw"], "Optimiser.")
+  flags.DEFINE_integer("global_batch_size", d.global_batch_size,
+                       "Examples per optimizer update, across all replicas.")
+  flags.DEFINE_integer("train_steps", d.train_steps, "Optimizer updates in all.")
+  flags.DEFINE_float("learning_rate", d.learning_rate, "Peak learning rate.")
+  flags.DEFINE_integer("warmup_steps", d.warmup_steps, "Linear warm-up steps.")
+  flags.DEFINE_float("weight_decay", d.weight_decay,
+                     "AdamW decoupled weight decay (not on layer norms and biases).")
+  # === Execution ===
+  flags.DEFINE_integer("seed", d.seed, "Seed of the data stream and the initial weights.")
+  flags.DEFINE_enum("strategy", d.strategy, list(STRATEGIES), "tf.distribute strategy.")
+  flags.DEFINE_string("tpu", d.tpu, "TPU name or address for --strategy=tpu.")
+  flags.DEFINE_bool("jit_compile", d.jit_compile, "Compile the train step with XLA.")
+  flags.DEFINE_integer("steps_per_execution", d.steps_per_execution,
+                       "Train steps per call into the graph.")
+  flags.DEFINE_integer("checkpoint_every", d.checkpoint_every,
+                       "Steps between checkpoints (a re-run resumes from the last one).")
+  flags.DEFINE_integer("eval_steps", d.eval_steps,
+                       "Batches measured for the final metrics and the held-out evaluation.")
+  flags.DEFINE_integer("verbose", d.verbose, "Keras verbosity: 0 silent, 1 progress bar, "
+                       "2 one line per interval.")
+
+
+def config_from_flags(flag_values) -> TrainConfig:
+  return TrainConfig(**{field.name: flag_values[field.name].value
+                        for field in dataclasses.fields(TrainConfig)})

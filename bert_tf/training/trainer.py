@@ -1,0 +1,216 @@
+"""`train`: one pre-training run from a `TrainConfig`, usable from a notebook or `train.py`.
+
+Steps: check every input (cheap checks first), build the vocabulary if asked, train with
+`model.fit` in intervals of `checkpoint_every` steps (one Keras epoch each, so Keras's
+`BackupAndRestore` checkpoints each interval and a re-run resumes from the last one), write
+`metrics.json`, and export the serving SavedModel.
+"""
+
+import collections
+import dataclasses
+import logging
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import files
+from bert_tf.config import resolve_config
+from bert_tf.data import corpus
+from bert_tf.data.pipeline import PipelineConfig, pretraining_dataset
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.training import callbacks as callbacks_lib
+from bert_tf.training import optimization, strategy as strategy_lib
+from bert_tf.vocab import build_vocabulary
+
+log = logging.getLogger("bert_tf")
+
+PIPELINE_FIELDS = tuple(f.name for f in dataclasses.fields(PipelineConfig)
+                        if f.name not in ("seq_length", "max_predictions_per_seq"))
+
+
+@dataclasses.dataclass
+class TrainConfig:
+  """Everything one run needs; field names are `train.py`'s flag names."""
+
+  # Data.
+  input_files: str = "builtin"
+  eval_files: str = ""
+  data_dir: str = "data"
+  vocab_file: str = "data/vocab.txt"
+  vocab_size: int = 8000  # Only when the vocabulary is built here.
+  model_dir: str = "runs/quickstart"
+  # Pipeline (see PipelineConfig).
+  input_format: str = "sentence_per_line"
+  do_lower_case: bool = True
+  seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  whole_word_masking: bool = False
+  nsp: bool = True
+  # Model.
+  config: str = "bert_tiny"
+  # Loss.
+  mlm_loss_weight: float = 1.0
+  nsp_loss_weight: float = 1.0
+  mlm_loss_reduction: str = "mean"
+  # Optimisation.
+  optimizer: str = "adamw"
+  global_batch_size: int = 32
+  train_steps: int = 2000
+  learning_rate: float = 1e-3
+  warmup_steps: int = 200
+  weight_decay: float = 0.01
+  # Execution.
+  seed: int = 0
+  strategy: str = "default"
+  tpu: str = ""
+  jit_compile: bool = False
+  steps_per_execution: int = 1
+  checkpoint_every: int = 500
+  eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
+  verbose: int = 1
+
+  def pipeline_options(self) -> dict:
+    return {name: getattr(self, name) for name in PIPELINE_FIELDS if hasattr(self, name)}
+
+
+def _check_model_dir(model_dir: str) -> None:
+  try:
+    tf.io.gfile.makedirs(model_dir)
+    probe = os.path.join(model_dir, ".write_test")
+    files.write_text(probe, "")
+    tf.io.gfile.remove(probe)
+  except (OSError, tf.errors.OpError) as e:
+    raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
+
+
+def prepare(config: TrainConfig):
+  """Checks the inputs before anything heavy; returns (vocabulary, bert_config).
+
+  Builds the vocabulary first when `vocab_file` does not exist yet.
+  """
+  if config.train_steps <= 0 or config.global_batch_size <= 0:
+    raise UserError("train_steps and global_batch_size must be positive")
+  PipelineConfig(seq_length=config.seq_length,
+                 max_predictions_per_seq=config.max_predictions_per_seq,
+                 **config.pipeline_options()).check()
+  corpus.list_files(config.input_files, config.data_dir)
+  if config.eval_files:
+    corpus.list_files(config.eval_files, config.data_dir)
+  _check_model_dir(config.model_dir)
+  if not tf.io.gfile.exists(config.vocab_file):
+    log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
+    build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
+                     lower_case=config.do_lower_case, input_format=config.input_format,
+                     data_dir=config.data_dir)
+  vocabulary = Vocabulary(config.vocab_file)
+  bert_config = resolve_config(config.config, len(vocabulary))
+  if config.seq_length > bert_config.max_position_embeddings:
+    raise UserError(
+        f"seq_length {config.seq_length} exceeds the model's {bert_config.max_position_embeddings}"
+        " position embeddings")
+  return vocabulary, bert_config
+
+
+def _dataset(config: TrainConfig, vocabulary, file_patterns, *, batch_size, seed, repeat,
+             num_shards=1, shard_index=0):
+  return pretraining_dataset(
+      file_patterns, vocabulary, seq_length=config.seq_length,
+      max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
+      seed=seed, repeat=repeat, num_shards=num_shards, shard_index=shard_index,
+      data_dir=config.data_dir, **config.pipeline_options())
+
+
+def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
+  """MLM accuracy of always predicting the most frequent masked token: the baseline that
+  training must beat."""
+  counts = collections.Counter()
+  for _, labels, weights in dataset.take(num_batches):
+    ids = labels["mlm"].numpy()[weights["mlm"].numpy() > 0]
+    counts.update(ids.tolist())
+  total = sum(counts.values())
+  return counts.most_common(1)[0][1] / total if total else 0.0
+
+
+def _evaluate(model, dataset, steps) -> dict:
+  results = model.evaluate(dataset, steps=steps, return_dict=True, verbose=0)
+  return {name: float(results[name]) for name in
+          ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")}
+
+
+def train(config: TrainConfig, flags_text: str = "") -> dict:
+  """Runs pre-training as configured; returns the metrics also written to metrics.json.
+
+  `flags_text`, the command line as a flagfile, is kept as `model_dir/flags.txt`.
+  """
+  vocabulary, bert_config = prepare(config)
+  if flags_text:
+    files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
+  keras.utils.set_random_seed(config.seed)
+  strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
+  strategy_lib.per_replica_batch_size(strategy, config.global_batch_size)
+  bert_config.to_json_file(os.path.join(config.model_dir, "bert_config.json"))
+
+  train_data = strategy_lib.distribute(
+      strategy,
+      lambda batch_size, num_shards, shard_index: _dataset(
+          config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
+          repeat=True, num_shards=num_shards, shard_index=shard_index),
+      config.global_batch_size)
+
+  with strategy.scope():
+    model = pretraining_model(bert_config)
+    optimizer = optimization.create_optimizer(
+        config.optimizer, learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps, train_steps=config.train_steps,
+        weight_decay=config.weight_decay)
+    compile_for_pretraining(
+        model, optimizer, mlm_loss_weight=config.mlm_loss_weight,
+        nsp_loss_weight=config.nsp_loss_weight,
+        mlm_loss_reduction=config.mlm_loss_reduction,
+        jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+
+  steps_per_interval = min(config.checkpoint_every, config.train_steps)
+  if config.train_steps % steps_per_interval:
+    raise UserError(f"train_steps {config.train_steps} is not a multiple of "
+                    f"checkpoint_every {config.checkpoint_every}")
+  throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
+  model.fit(
+      train_data,
+      epochs=config.train_steps // steps_per_interval,
+      steps_per_epoch=steps_per_interval,
+      callbacks=[
+          keras.callbacks.BackupAndRestore(
+              os.path.join(config.model_dir, "checkpoint"), delete_checkpoint=False),
+          throughput,
+          callbacks_lib.LearningRate(),
+          keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
+      ],
+      verbose=config.verbose)
+  model.save_weights(os.path.join(config.model_dir, "model.weights.h5"))
+
+  # Final figures on fresh batches (new pairs and masks, dropout off), so that they are the
+  # same whether this run trained or found its training already complete.
+  measured = _dataset(config, vocabulary, config.input_files,
+                      batch_size=config.global_batch_size, seed=config.seed + 1, repeat=True)
+  metrics = _evaluate(model, measured, config.eval_steps)
+  metrics.update(
+      steps=int(optimizer.iterations.numpy()),
+      examples_per_second=throughput.examples_per_second,
+      most_frequent_token_accuracy=most_frequent_token_accuracy(measured, config.eval_steps))
+  if config.eval_files:
+    held_out = _dataset(config, vocabulary, config.eval_files,
+                        batch_size=config.global_batch_size, seed=config.seed, repeat=False)
+    metrics.update({f"eval_{name}": value for name, value in
+                    _evaluate(model, held_out, config.eval_steps).items()})
+  files.write_json(os.path.join(config.model_dir, "metrics.json"), metrics)
+
+  export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
+                    seq_length=config.seq_length, lower_case=config.do_lower_case)
+  return metrics

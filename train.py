@@ -1,0 +1,37 @@
+"""Pre-trains a BERT (MLM + NSP): `python train.py --flagfile=configs/quickstart.flags`."""
+
+import logging
+import os
+import sys
+
+from absl import app, flags
+
+from bert_tf.errors import UserError
+from bert_tf.training import flags as train_flags
+
+train_flags.define_flags()
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  logging.getLogger("bert_tf").setLevel(logging.INFO)
+  config = train_flags.config_from_flags(FLAGS)
+  # Heavy imports after the flags are parsed, so that --help is quick.
+  from bert_tf.export import examples
+  from bert_tf.training import trainer
+  flags_text = "".join(flag.serialize() + "\n"
+                       for flag in FLAGS.get_flags_for_module(train_flags.__name__))
+  try:
+    metrics = trainer.train(config, flags_text=flags_text)
+  except UserError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+  print(examples.summary(metrics))
+  print(examples.show_predictions(os.path.join(config.model_dir, "export"),
+                                  config.input_files, config.input_format, config.data_dir))
+
+
+if __name__ == "__main__":
+  app.run(main)
