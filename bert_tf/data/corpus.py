@@ -81,3 +81,22 @@ def read_documents(path: tf.Tensor, input_format: str) -> tf.data.Dataset:
   """A dataset of one file's documents, each a 1-D string tensor of sentences."""
   documents = documents_from_text(tf.io.read_file(path), input_format)
   return tf.data.Dataset.from_tensor_slices(documents)
+
+
+def check_documents(files: list[str], input_format: str, needed: int) -> None:
+  """Fails clearly unless the corpus has at least `needed` documents (NSP needs two).
+
+  Reads files only until enough documents are seen, so it costs one file on a real corpus.
+  """
+  seen = 0
+  for path in files:
+    documents = documents_from_text(tf.io.read_file(path), input_format)
+    sentences = documents.row_lengths()
+    seen += int(tf.reduce_sum(tf.cast(sentences > 0, tf.int32)))
+    if seen >= needed:
+      return
+  if seen == 0:
+    raise UserError(f"the corpus has no text: its {len(files)} file(s) are empty or blank")
+  raise UserError(
+      f"the corpus has only {seen} document(s); next sentence prediction needs at least "
+      f"{needed} (separate documents with a blank line, or train MLM only with --nonsp)")

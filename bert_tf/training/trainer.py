@@ -100,7 +100,8 @@ def prepare(config: TrainConfig):
   PipelineConfig(seq_length=config.seq_length,
                  max_predictions_per_seq=config.max_predictions_per_seq,
                  **config.pipeline_options()).check()
-  corpus.list_files(config.input_files, config.data_dir)
+  corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
+                        config.input_format, needed=2 if config.nsp else 1)
   if config.eval_files:
     corpus.list_files(config.eval_files, config.data_dir)
   _check_model_dir(config.model_dir)
