@@ -32,6 +32,13 @@ class BertConfig:
     if self.hidden_act != "gelu":
       raise UserError(f"hidden_act {self.hidden_act!r} is not supported (only 'gelu')")
 
+  @classmethod
+  def from_preset(cls, name: str, **changes) -> "BertConfig":
+    """A preset (`bert_tiny`, `bert_mini`, `bert_base`, ...) with `changes` applied."""
+    if name not in PRESETS:
+      raise UserError(f"unknown preset {name!r}: use one of {', '.join(sorted(PRESETS))}")
+    return PRESETS[name].replace(**changes)
+
   def replace(self, **changes) -> "BertConfig":
     return dataclasses.replace(self, **changes)
 
@@ -93,7 +100,7 @@ def resolve_config(name_or_path: str, vocab_size: int) -> BertConfig:
   A preset takes the vocabulary's size; a JSON file must already agree with it.
   """
   if name_or_path in PRESETS:
-    return PRESETS[name_or_path].replace(vocab_size=vocab_size)
+    return BertConfig.from_preset(name_or_path, vocab_size=vocab_size)
   if name_or_path.endswith(".json"):
     config = BertConfig.from_json_file(name_or_path)
     if config.vocab_size != vocab_size:

@@ -152,7 +152,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.
     num_shards, shard_index: this input pipeline's share, e.g. from `tf.distribute.InputContext`.
     data_dir: where the built-in corpus is written.
-    with_pairs: add a fourth element with the pairing facts (for the audit).
+    with_pairs: add a fourth element telling how each pair was made (for the audit):
+      `is_next`, `is_short`, and the documents of A and B as (`window`, `document_*`).
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
@@ -173,6 +174,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     features, labels, weights, pairs = build_examples(
         window, tf.stack([tf.cast(seed, tf.int64), index]))
     if with_pairs:
+      pairs["window"] = tf.fill(tf.shape(pairs["is_next"]), index)
       return features, labels, weights, pairs
     return features, labels, weights
 

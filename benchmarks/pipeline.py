@@ -1,0 +1,154 @@
+"""Input pipeline throughput and memory, side by side with keras-hub's MLM preprocessing.
+
+    python benchmarks/pipeline.py --corpus_mb=4 --cores=2
+
+Builds a corpus of `--corpus_mb` megabytes from the built-in one (its documents repeated, in
+16 files), then measures, each in a fresh subprocess so peak memory is its own:
+  - bert_tf.pretraining_dataset (read, tokenize, pair, mask, batch) at sequence 128 and 512;
+  - keras-hub's BertMaskedLMPreprocessor (tokenize, mask; no pairing) on the same text cut
+    into passages of about the same length, at sequence 128.
+Prints examples/s and tokens/s (non-padding) per core and peak resident memory.
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+NUM_FILES = 16
+
+
+def build_corpus(directory: str, megabytes: float) -> list[str]:
+  from bert_tf.data import builtin_corpus
+  from pydoc_data import topics
+  documents = ["\n".join(builtin_corpus.topic_sentences(text))
+               for _, text in sorted(topics.topics.items())]
+  size = sum(len(d.encode()) + 2 for d in documents)
+  copies = max(1, round(megabytes * 1e6 / size))
+  paths = [os.path.join(directory, f"corpus-{i:02d}.txt") for i in range(NUM_FILES)]
+  handles = [open(p, "w", encoding="utf-8") for p in paths]
+  for copy in range(copies):
+    for i, document in enumerate(documents):
+      handles[(copy * len(documents) + i) % NUM_FILES].write(document + "\n\n")
+  for handle in handles:
+    handle.close()
+  return paths
+
+
+def limit_cores(cores: int):
+  import tensorflow as tf
+  os.sched_setaffinity(0, range(cores))
+  tf.config.threading.set_inter_op_parallelism_threads(cores)
+  tf.config.threading.set_intra_op_parallelism_threads(cores)
+
+
+def measure(dataset, num_batches: int, count) -> tuple[float, float]:
+  """(examples/s, tokens/s) over `num_batches` after 5 warm-up batches."""
+  iterator = iter(dataset)
+  for _ in range(5):
+    next(iterator)
+  examples = tokens = 0
+  start = time.perf_counter()
+  for _ in range(num_batches):
+    batch_examples, batch_tokens = count(next(iterator))
+    examples += batch_examples
+    tokens += batch_tokens
+  elapsed = time.perf_counter() - start
+  return examples / elapsed, tokens / elapsed
+
+
+def run_ours(args):
+  limit_cores(args.cores)
+  import bert_tf
+  dataset = bert_tf.pretraining_dataset(
+      os.path.join(args.corpus_dir, "*.txt"), args.vocab_file, seq_length=args.seq_length,
+      max_predictions_per_seq=args.seq_length * 20 // 128, batch_size=64, seed=0)
+  return measure(dataset, args.batches, lambda batch: (
+      int(batch[0]["token_ids"].shape[0]), int(batch[0]["padding_mask"].numpy().sum())))
+
+
+def run_keras_hub(args):
+  limit_cores(args.cores)
+  import keras_hub
+  import tensorflow as tf
+  vocabulary = open(args.vocab_file, encoding="utf-8").read().splitlines()
+  tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True)
+  preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
+      tokenizer, sequence_length=args.seq_length, mask_selection_rate=0.15,
+      mask_selection_length=args.seq_length * 20 // 128)
+  # Passages of consecutive sentences, about as long as our examples (~4.4 chars a token).
+  passages = []
+  for path in sorted(os.listdir(args.corpus_dir)):
+    current = ""
+    for line in open(os.path.join(args.corpus_dir, path), encoding="utf-8"):
+      current = (current + " " + line.strip()).strip()
+      if len(current) >= args.seq_length * 4.4 or not line.strip():
+        if current:
+          passages.append(current)
+        current = ""
+  dataset = (tf.data.Dataset.from_tensor_slices(passages).repeat().shuffle(1000, seed=0)
+             .batch(64).map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+             .prefetch(tf.data.AUTOTUNE))
+  return measure(dataset, args.batches, lambda batch: (
+      int(batch[0]["token_ids"].shape[0]), int(batch[0]["padding_mask"].numpy().sum())))
+
+
+def child(args):
+  examples, tokens = (run_ours if args.child == "ours" else run_keras_hub)(args)
+  peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+  print(json.dumps({"examples_per_second": examples, "tokens_per_second": tokens,
+                    "peak_mb": peak_mb}))
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--corpus_mb", type=float, default=4.0)
+  parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
+  parser.add_argument("--batches", type=int, default=100)
+  parser.add_argument("--vocab_file", default="")
+  parser.add_argument("--child", choices=["ours", "keras_hub"])
+  parser.add_argument("--corpus_dir")
+  parser.add_argument("--seq_length", type=int, default=128)
+  args = parser.parse_args()
+  if args.child:
+    return child(args)
+
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  with tempfile.TemporaryDirectory() as directory:
+    paths = build_corpus(directory, args.corpus_mb)
+    vocab_file = args.vocab_file
+    if not vocab_file:
+      from bert_tf.vocab import build_vocabulary
+      builtin_dir = os.path.join(directory, "builtin")  # outside the corpus glob
+      vocab_file = os.path.join(builtin_dir, "vocab.txt")
+      build_vocabulary("builtin", vocab_file, data_dir=builtin_dir)
+    megabytes = sum(os.path.getsize(p) for p in paths) / 1e6
+    print(f"corpus {megabytes:.1f} MB in {len(paths)} files, {args.cores} core(s), "
+          f"batches of 64, {args.batches} timed batches")
+    print(f"{'pipeline':<34}{'seq':>5}{'examples/s/core':>17}{'tokens/s/core':>15}"
+          f"{'peak MB':>9}")
+    results = {}
+    for name, seq_length in (("ours", 128), ("ours", 512), ("keras_hub", 128)):
+      output = subprocess.run(
+          [sys.executable, __file__, f"--child={name}", f"--corpus_dir={directory}",
+           f"--vocab_file={vocab_file}", f"--seq_length={seq_length}",
+           f"--cores={args.cores}", f"--batches={args.batches}"],
+          capture_output=True, text=True, check=True).stdout
+      result = json.loads(output.strip().splitlines()[-1])
+      results[(name, seq_length)] = result
+      label = ("bert_tf (pairs + masks)" if name == "ours" else
+               "keras-hub BertMaskedLMPreprocessor")
+      print(f"{label:<34}{seq_length:>5}{result['examples_per_second'] / args.cores:>17,.0f}"
+            f"{result['tokens_per_second'] / args.cores:>15,.0f}{result['peak_mb']:>9,.0f}")
+    ours, theirs = results[("ours", 128)], results[("keras_hub", 128)]
+    print(f"ratio bert_tf / keras-hub at 128: "
+          f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x examples/s, "
+          f"{ours['tokens_per_second'] / theirs['tokens_per_second']:.2f}x tokens/s")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,136 @@
+"""Shows what the pipeline feeds the model: `python -m bert_tf.audit --flagfile=...`.
+
+Takes `train.py`'s corpus and pipeline flags; prints the first examples as text with the masks
+visible, then the realised statistics over `--num_examples` (or, with `--json`, one JSON
+object). Notation in the text: `[MASK](word)` masked, `{other}(word)` replaced by a random
+token, `=word=` chosen but kept; `|` separates segment A from B.
+"""
+
+import collections
+import json
+import sys
+
+from absl import app, flags
+import numpy as np
+
+from bert_tf.training import flags as train_flags
+
+train_flags.define_flags()
+flags.DEFINE_integer("num_examples", 10_000, "Examples the statistics are measured over.")
+flags.DEFINE_integer("show_examples", 3, "Examples printed as text.")
+flags.DEFINE_bool("json", False, "Print only the statistics, as one JSON object.")
+FLAGS = flags.FLAGS
+
+
+def example_text(tokens, features, labels, weights, row) -> str:
+  """One example as text, masked positions marked."""
+  ids = features["token_ids"][row]
+  marks = {}
+  for position, original, weight in zip(features["masked_positions"][row],
+                                        labels["mlm"][row], weights["mlm"][row]):
+    if weight:
+      word, shown = tokens[original], tokens[ids[position]]
+      marks[position] = (f"=" + word + "=" if ids[position] == original else
+                         f"[MASK]({word})" if shown == "[MASK]" else f"{{{shown}}}({word})")
+  words = []
+  for position, token_id in enumerate(ids):
+    if not features["padding_mask"][row][position]:
+      break
+    if position and features["segment_ids"][row][position] != features["segment_ids"][row][
+        position - 1]:
+      words.append("|")
+    words.append(marks.get(position, tokens[token_id]))
+  label = "IsNext" if labels["nsp"][row] == 1 else "NotNext"
+  return f"{label}: {' '.join(words)}"
+
+
+class Statistics:
+  """Running totals over audited batches."""
+
+  def __init__(self, mask_id: int):
+    self.mask_id = mask_id
+    self.counts = collections.Counter()
+    self.documents = set()
+
+  def add(self, features, labels, weights, facts) -> None:
+    c = self.counts
+    is_slot = weights["mlm"] > 0
+    shown = np.take_along_axis(features["token_ids"], features["masked_positions"], axis=1)
+    c["examples"] += len(labels["nsp"])
+    c["tokens"] += int(features["padding_mask"].sum())
+    c["slots"] += features["padding_mask"].size
+    c["predicted"] += int(is_slot.sum())
+    c["mask_token"] += int((is_slot & (shown == self.mask_id)).sum())
+    c["kept"] += int((is_slot & (shown == labels["mlm"])).sum())
+    c["is_next"] += int(labels["nsp"].sum())
+    not_next = labels["nsp"] == 0
+    c["not_next"] += int(not_next.sum())
+    c["not_next_other"] += int(
+        (not_next & (facts["document_a"] != facts["document_b"])).sum())
+    c["short"] += int(facts["is_short"].sum())
+    for window, a, b in zip(facts["window"], facts["document_a"], facts["document_b"]):
+      self.documents.update({(window, a), (window, b)})
+
+  def summary(self) -> dict:
+    c = self.counts
+    predicted = max(c["predicted"], 1)
+    return {
+        "examples": c["examples"],
+        "masked_share": c["predicted"] / max(c["tokens"], 1),
+        "mask_token_share": c["mask_token"] / predicted,
+        "random_token_share": (c["predicted"] - c["mask_token"] - c["kept"]) / predicted,
+        "kept_share": c["kept"] / predicted,
+        "is_next_share": c["is_next"] / max(c["examples"], 1),
+        "not_next_other_document_share": c["not_next_other"] / max(c["not_next"], 1),
+        "mean_tokens": c["tokens"] / max(c["examples"], 1),
+        "padding_share": 1 - c["tokens"] / max(c["slots"], 1),
+        "short_sequence_share": c["short"] / max(c["examples"], 1),
+        "documents": len(self.documents),
+    }
+
+
+def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
+  """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
+  from bert_tf.data.pipeline import pretraining_dataset
+  from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.training.trainer import prepare
+
+  vocabulary, _ = prepare(config)
+  dataset = pretraining_dataset(
+      config.input_files, vocabulary, seq_length=config.seq_length,
+      max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
+      seed=config.seed, data_dir=config.data_dir, with_pairs=True,
+      **config.pipeline_options())
+  statistics = Statistics(vocabulary.mask_id)
+  texts = []
+  for batch in dataset.take(-(-num_examples // batch_size)).as_numpy_iterator():
+    features, labels, weights, facts = batch
+    texts.extend(example_text(vocabulary.tokens, features, labels, weights, row)
+                 for row in range(min(show_examples - len(texts), len(labels["nsp"]))))
+    statistics.add(features, labels, weights, facts)
+  return texts, statistics.summary()
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  from bert_tf.errors import UserError
+  try:
+    texts, summary = audit(train_flags.config_from_flags(FLAGS), FLAGS.num_examples,
+                           0 if FLAGS.json else FLAGS.show_examples)
+  except UserError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+  if FLAGS.json:
+    print(json.dumps(summary))
+    return
+  for text in texts:
+    print(text + "\n")
+  width = max(len(name) for name in summary)
+  for name, value in summary.items():
+    print(f"{name:<{width}}  {value:.4f}" if isinstance(value, float) else
+          f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+  app.run(main)

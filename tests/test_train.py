@@ -1,0 +1,147 @@
+"""End to end: `train.py` trains a tiny BERT, writes model_dir, and exports a SavedModel that a
+fresh process loads and serves. Also: bad input is one line on stderr and exit status 2."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
+        "--global_batch_size=8", "--train_steps=6", "--checkpoint_every=3",
+        "--warmup_steps=2", "--eval_steps=2", "--verbose=2"]
+
+
+def run(args, **kwargs):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+                        text=True, timeout=600, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, data_dir, vocab_file):
+  model_dir = str(tmp_path_factory.mktemp("run"))
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={model_dir}", *TINY])
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model_dir, result.stdout
+
+
+def test_model_dir_contents(trained):
+  model_dir, _ = trained
+  for name in ("flags.txt", "metrics.json", "bert_config.json", "model.weights.h5",
+               "export/saved_model.pb", "export/assets/vocab.txt", "checkpoint", "logs"):
+    assert os.path.exists(os.path.join(model_dir, name)), name
+  assert not os.path.exists(os.path.join(model_dir, "export.tmp"))
+
+
+def test_metrics_json(trained):
+  model_dir, _ = trained
+  metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
+  assert metrics["steps"] == 6
+  for name in ("mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy",
+               "most_frequent_token_accuracy", "examples_per_second"):
+    assert metrics[name] >= 0, name
+  assert 0 < metrics["mlm_loss"] < 20 and 0 < metrics["nsp_loss"] < 5
+
+
+def test_progress_bar_shows_both_losses_and_accuracies(trained):
+  _, stdout = trained
+  for name in ("loss:", "mlm_loss:", "nsp_loss:", "mlm_accuracy:", "nsp_accuracy:"):
+    assert name in stdout, name
+  assert "fill_mask:" in stdout and "P(IsNext)" in stdout
+
+
+def test_flags_txt_is_a_flagfile_and_rerun_resumes_finished_run(trained):
+  model_dir, _ = trained
+  flags_text = open(os.path.join(model_dir, "flags.txt")).read()
+  assert "--train_steps=6" in flags_text and "--seq_length=64" in flags_text
+  result = run(["train.py", f"--flagfile={os.path.join(model_dir, 'flags.txt')}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
+  assert metrics["steps"] == 6  # restored at the end; no step trained twice
+
+
+SERVE = r"""
+import sys, json
+import tensorflow as tf
+import tensorflow_text  # registers the tokenizer ops
+served = tf.saved_model.load(sys.argv[1])
+fill = served.signatures["fill_mask"](text=tf.constant(
+    ["The [MASK] statement is used for conditional execution.", "no mask here",
+     "a [MASK] b [MASK]"]))
+nxt = served.signatures["is_next"](text_a=tf.constant(["a", "b"]), text_b=tf.constant(["c", "d"]))
+enc = served.signatures["encode"](text_a=tf.constant(["one", "two words"]),
+                                  text_b=tf.constant(["", "x"]))
+print(json.dumps({
+    "tokens_shape": fill["tokens"].shape.as_list(),
+    "first_tokens": [t.decode() for t in fill["tokens"][0, 0].numpy()],
+    "probabilities": fill["probabilities"].numpy().tolist(),
+    "no_mask_tokens": [t.decode() for t in fill["tokens"][1, 0].numpy()],
+    "is_next": nxt["probability"].numpy().tolist(),
+    "pooled": enc["pooled_output"].shape.as_list(),
+    "sequence": enc["sequence_output"].shape.as_list(),
+}))
+"""
+
+
+def test_savedmodel_serves_raw_text_in_a_fresh_process(trained):
+  model_dir, _ = trained
+  result = run(["-c", SERVE, os.path.join(model_dir, "export")])
+  assert result.returncode == 0, result.stderr[-3000:]
+  out = json.loads(result.stdout.strip().splitlines()[-1])
+  assert out["tokens_shape"] == [3, 2, 5]  # [batch, most masks in a row, top_k]
+  assert all(out["first_tokens"])
+  first = out["probabilities"][0][0]
+  assert first == sorted(first, reverse=True) and 0 < sum(first) <= 1.0 + 1e-6
+  assert out["no_mask_tokens"] == [""] * 5 and out["probabilities"][1][0] == [0.0] * 5
+  assert all(0 < p < 1 for p in out["is_next"])
+  assert out["pooled"] == [2, 128]
+  assert out["sequence"][0] == 2 and out["sequence"][2] == 128
+
+
+def test_saved_model_cli_lists_the_signatures(trained):
+  model_dir, _ = trained
+  cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+  result = subprocess.run([cli, "show", "--all", "--dir", os.path.join(model_dir, "export")],
+                          capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  for name in ("fill_mask", "is_next", "encode", "text_a", "text_b", "probabilities",
+               "pooled_output", "sequence_output"):
+    assert name in result.stdout, name
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input_files=/nonexistent/*.txt"], "no file matches '/nonexistent/*.txt'"),
+    (["--config=bert_nope"], "unknown --config 'bert_nope'"),
+    (["--seq_length=1024"], "seq_length 1024 exceeds the model's 512 position embeddings"),
+    (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
+    (["--global_batch_size=0"], "must be positive"),
+    (["--train_steps=7"], "train_steps 7 is not a multiple of checkpoint_every 3"),
+])
+def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, message):
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'run'}", *TINY, *args])
+  assert result.returncode == 2
+  assert message in result.stderr
+  assert "Traceback" not in result.stderr
+  assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):
+  corpus = tmp_path / "one.txt"
+  corpus.write_text("Only one document here.\nIt has two sentences.\n")
+  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'run'}", *TINY])
+  assert result.returncode == 2
+  assert "only 1 document(s)" in result.stderr and "Traceback" not in result.stderr
+
+  bad_vocab = tmp_path / "vocab.txt"
+  bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
+  corpus.write_text("One.\nTwo.\n\nThree.\nFour.\n")
+  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={bad_vocab}",
+                f"--model_dir={tmp_path / 'run'}", *TINY])
+  assert result.returncode == 2
+  assert "lacks the special tokens [MASK]" in result.stderr
