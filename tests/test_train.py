@@ -116,7 +116,8 @@ def test_saved_model_cli_lists_the_signatures(trained):
 @pytest.mark.parametrize("args, message", [
     (["--input_files=/nonexistent/*.txt"], "no file matches '/nonexistent/*.txt'"),
     (["--config=bert_nope"], "unknown --config 'bert_nope'"),
-    (["--seq_length=1024"], "seq_length 1024 exceeds the model's 512 position embeddings"),
+    (["--seq_length=1024", "--max_predictions_per_seq=160"],
+     "seq_length 1024 exceeds the model's 512 position embeddings"),
     (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
     (["--global_batch_size=0"], "must be positive"),
     (["--train_steps=7"], "train_steps 7 is not a multiple of checkpoint_every 3"),

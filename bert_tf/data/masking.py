@@ -20,6 +20,20 @@ class MaskedTokens(tf.experimental.ExtensionType):
   masked_weights: tf.Tensor  # [batch, predictions] float32, 1.0 real slot, 0.0 padding.
 
 
+def _take_words_that_fit(length_in_order, num_to_predict):
+  """Original BERT's greedy choice: walk the words in order, take each one whose pieces still
+  fit in `num_to_predict`, skip the others. bool [batch, words]."""
+  def step(taken_so_far, length):
+    take = (length > 0) & (taken_so_far + length <= num_to_predict)
+    return taken_so_far + tf.where(take, length, 0), take
+
+  _, taken = tf.scan(
+      lambda state, length: step(state[0], length),
+      tf.transpose(length_in_order),
+      initializer=(tf.zeros_like(num_to_predict), tf.zeros_like(num_to_predict, tf.bool)))
+  return tf.transpose(taken)
+
+
 def mask_tokens(token_ids: tf.Tensor, lengths: tf.Tensor, seed: tf.Tensor, *,
                 special_ids: tf.Tensor, mask_id: int, replacement_ids: tf.Tensor,
                 continuation: tf.Tensor, max_predictions: int, masked_lm_prob: float,
@@ -53,15 +67,19 @@ def mask_tokens(token_ids: tf.Tensor, lengths: tf.Tensor, seed: tf.Tensor, *,
   word_length = tf.math.bincount(word, minlength=seq + 1, maxlength=seq + 1, axis=-1)
   word_length = word_length[:, :seq]  # [batch, words]
 
-  # A random order of the words; whole words are taken in that order while they fit.
-  num_to_predict = tf.cast(tf.round(tf.cast(lengths, tf.float32) * masked_lm_prob), tf.int32)
+  # A random order of the words; whole words are taken in that order when they fit.
+  num_to_predict = tf.cast(tf.round(tf.cast(lengths, tf.float64) * masked_lm_prob), tf.int32)
   num_to_predict = tf.minimum(max_predictions, tf.maximum(1, num_to_predict))
   scores = tf.random.stateless_uniform([batch, seq], choose_seed)
   scores = tf.where(word_length > 0, scores, 2.0)
   order = tf.argsort(scores, axis=1, stable=True)
-  taken_in_order = tf.cumsum(tf.gather(word_length, order, batch_dims=1), axis=1)
-  chosen_in_order = (taken_in_order <= num_to_predict[:, None]) & (
-      tf.gather(word_length, order, batch_dims=1) > 0)
+  length_in_order = tf.gather(word_length, order, batch_dims=1)  # [batch, words]
+  if whole_word_masking:
+    chosen_in_order = _take_words_that_fit(length_in_order, num_to_predict)
+  else:
+    # One-piece words always fit until the count is reached: a prefix of the order.
+    chosen_in_order = (tf.cumsum(length_in_order, axis=1) <= num_to_predict[:, None]) & (
+        length_in_order > 0)
   rank = tf.argsort(order, axis=1, stable=True)
   word_chosen = tf.gather(chosen_in_order, rank, batch_dims=1)  # [batch, words]
   word_chosen = tf.pad(word_chosen, [[0, 0], [0, 1]])  # the non-candidate bucket: never
