@@ -35,7 +35,11 @@ PIPELINE_FIELDS = tuple(f.name for f in dataclasses.fields(PipelineConfig)
 
 @dataclasses.dataclass
 class TrainConfig:
-  """Everything one run needs; field names are `train.py`'s flag names."""
+  """Everything one run needs; field names are `train.py`'s flag names.
+
+  The defaults are the quickstart's (configs/quickstart.flags): a small BERT on the built-in
+  corpus in minutes on a laptop.
+  """
 
   # Data.
   input_files: str = "builtin"
@@ -61,10 +65,10 @@ class TrainConfig:
   mlm_loss_reduction: str = "mean"
   # Optimisation.
   optimizer: str = "adamw"
-  global_batch_size: int = 32
-  train_steps: int = 2000
+  global_batch_size: int = 16
+  train_steps: int = 2400
   learning_rate: float = 1e-3
-  warmup_steps: int = 200
+  warmup_steps: int = 240
   weight_decay: float = 0.01
   # Execution.
   seed: int = 0
@@ -72,7 +76,7 @@ class TrainConfig:
   tpu: str = ""
   jit_compile: bool = False
   steps_per_execution: int = 1
-  checkpoint_every: int = 500
+  checkpoint_every: int = 600
   eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
   verbose: int = 1
 
