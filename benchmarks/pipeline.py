@@ -1,13 +1,14 @@
 """Input pipeline throughput and memory, side by side with keras-hub's MLM preprocessing.
 
-    python benchmarks/pipeline.py --corpus_mb=4 --cores=2
+    python benchmarks/pipeline.py --corpus_mb=4,16 --cores=2
 
-Builds a corpus of `--corpus_mb` megabytes from the built-in one (its documents repeated, in
+Builds corpora of `--corpus_mb` megabytes from the built-in one (its documents repeated, in
 16 files), then measures, each in a fresh subprocess so peak memory is its own:
   - bert_tf.pretraining_dataset (read, tokenize, pair, mask, batch) at sequence 128 and 512;
   - keras-hub's BertMaskedLMPreprocessor (tokenize, mask; no pairing) on the same text cut
     into passages of about the same length, at sequence 128.
-Prints examples/s and tokens/s (non-padding) per core and peak resident memory.
+Prints examples/s and tokens/s (non-padding) per core and peak resident memory, and for the
+second corpus size only bert_tf at 128, to show that memory does not grow with the corpus.
 """
 
 import argparse
@@ -104,9 +105,20 @@ def child(args):
                     "peak_mb": peak_mb}))
 
 
+def run_child(name, corpus_dir, vocab_file, seq_length, args) -> dict:
+  output = subprocess.run(
+      [sys.executable, __file__, f"--child={name}", f"--corpus_dir={corpus_dir}",
+       f"--vocab_file={vocab_file}", f"--seq_length={seq_length}", f"--cores={args.cores}",
+       f"--batches={args.batches}"],
+      capture_output=True, text=True, check=True).stdout
+  return json.loads(output.strip().splitlines()[-1])
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--corpus_mb", type=float, default=4.0)
+  parser.add_argument("--corpus_mb", default="4,16",
+                      help="Corpus sizes; the first is measured in full, the others for "
+                           "memory growth (bert_tf at 128 only).")
   parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
   parser.add_argument("--batches", type=int, default=100)
   parser.add_argument("--vocab_file", default="")
@@ -119,35 +131,37 @@ def main():
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   with tempfile.TemporaryDirectory() as directory:
-    paths = build_corpus(directory, args.corpus_mb)
     vocab_file = args.vocab_file
     if not vocab_file:
       from bert_tf.vocab import build_vocabulary
-      builtin_dir = os.path.join(directory, "builtin")  # outside the corpus glob
-      vocab_file = os.path.join(builtin_dir, "vocab.txt")
-      build_vocabulary("builtin", vocab_file, data_dir=builtin_dir)
-    megabytes = sum(os.path.getsize(p) for p in paths) / 1e6
-    print(f"corpus {megabytes:.1f} MB in {len(paths)} files, {args.cores} core(s), "
-          f"batches of 64, {args.batches} timed batches")
-    print(f"{'pipeline':<34}{'seq':>5}{'examples/s/core':>17}{'tokens/s/core':>15}"
-          f"{'peak MB':>9}")
+      vocab_file = os.path.join(directory, "vocab.txt")
+      build_vocabulary("builtin", vocab_file, data_dir=directory)
+    print(f"{args.cores} core(s), batches of 64, {args.batches} timed batches")
+    print(f"{'pipeline':<36}{'corpus MB':>10}{'seq':>5}{'examples/s/core':>17}"
+          f"{'tokens/s/core':>15}{'peak MB':>9}")
     results = {}
-    for name, seq_length in (("ours", 128), ("ours", 512), ("keras_hub", 128)):
-      output = subprocess.run(
-          [sys.executable, __file__, f"--child={name}", f"--corpus_dir={directory}",
-           f"--vocab_file={vocab_file}", f"--seq_length={seq_length}",
-           f"--cores={args.cores}", f"--batches={args.batches}"],
-          capture_output=True, text=True, check=True).stdout
-      result = json.loads(output.strip().splitlines()[-1])
-      results[(name, seq_length)] = result
-      label = ("bert_tf (pairs + masks)" if name == "ours" else
-               "keras-hub BertMaskedLMPreprocessor")
-      print(f"{label:<34}{seq_length:>5}{result['examples_per_second'] / args.cores:>17,.0f}"
-            f"{result['tokens_per_second'] / args.cores:>15,.0f}{result['peak_mb']:>9,.0f}")
-    ours, theirs = results[("ours", 128)], results[("keras_hub", 128)]
-    print(f"ratio bert_tf / keras-hub at 128: "
+    for index, megabytes in enumerate(float(m) for m in args.corpus_mb.split(",")):
+      corpus_dir = os.path.join(directory, f"corpus-{megabytes:g}mb")
+      os.makedirs(corpus_dir)
+      paths = build_corpus(corpus_dir, megabytes)
+      size = sum(os.path.getsize(p) for p in paths) / 1e6
+      runs = ((("ours", 128), ("ours", 512), ("keras_hub", 128)) if index == 0 else
+              (("ours", 128),))
+      for name, seq_length in runs:
+        result = run_child(name, corpus_dir, vocab_file, seq_length, args)
+        results[(name, seq_length, index)] = result
+        label = ("bert_tf (pairs + masks)" if name == "ours" else
+                 "keras-hub BertMaskedLMPreprocessor")
+        print(f"{label:<36}{size:>10.1f}{seq_length:>5}"
+              f"{result['examples_per_second'] / args.cores:>17,.0f}"
+              f"{result['tokens_per_second'] / args.cores:>15,.0f}{result['peak_mb']:>9,.0f}")
+    ours, theirs = results[("ours", 128, 0)], results[("keras_hub", 128, 0)]
+    print(f"bert_tf / keras-hub at 128: "
           f"{ours['examples_per_second'] / theirs['examples_per_second']:.2f}x examples/s, "
           f"{ours['tokens_per_second'] / theirs['tokens_per_second']:.2f}x tokens/s")
+    if ("ours", 128, 1) in results:
+      print(f"peak memory, larger corpus / first: "
+            f"{results[('ours', 128, 1)]['peak_mb'] / ours['peak_mb']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def trained(tmp_path_factory, data_dir, vocab_file):
 def test_model_dir_contents(trained):
   model_dir, _ = trained
   for name in ("flags.txt", "metrics.json", "bert_config.json", "model.weights.h5",
-               "export/saved_model.pb", "export/assets/vocab.txt", "checkpoint", "logs"):
+               "curves.png", "summary.txt", "history.jsonl", "export/saved_model.pb",
+               "export/assets/vocab.txt", "checkpoint", "logs"):
     assert os.path.exists(os.path.join(model_dir, name)), name
   assert not os.path.exists(os.path.join(model_dir, "export.tmp"))
 
@@ -45,6 +46,20 @@ def test_metrics_json(trained):
                "most_frequent_token_accuracy", "examples_per_second"):
     assert metrics[name] >= 0, name
   assert 0 < metrics["mlm_loss"] < 20 and 0 < metrics["nsp_loss"] < 5
+  summary = open(os.path.join(model_dir, "summary.txt")).read()
+  assert summary.startswith("Trained 6 steps") and "most frequent token" in summary
+
+
+def test_tensorboard_scalars(trained):
+  from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+  model_dir, _ = trained
+  events = EventAccumulator(os.path.join(model_dir, "logs", "train"))
+  events.Reload()
+  tags = set(events.Tags()["scalars"]) | set(events.Tags()["tensors"])
+  for name in ("epoch_mlm_loss", "epoch_nsp_loss", "epoch_mlm_accuracy",
+               "epoch_nsp_accuracy", "epoch_learning_rate", "epoch_examples_per_second",
+               "epoch_tokens_per_second"):
+    assert name in tags, (name, tags)
 
 
 def test_progress_bar_shows_both_losses_and_accuracies(trained):

@@ -1,4 +1,4 @@
-"""What the quickstart prints at the end: the figures, and the export answering as a server.
+"""What the quickstart prints at the end: the export answering corpus examples as a server.
 
 The examples come from the user's own corpus: a sentence and the one after it (IsNext), the
 same sentence and one from another document (NotNext), and a sentence with a word masked.
@@ -8,17 +8,6 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  Registers the tokenizer ops the SavedModel uses.
 
 from bert_tf.data import corpus
-
-
-def summary(metrics: dict) -> str:
-  return "\n".join([
-      f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:.0f} examples/s.",
-      f"MLM accuracy {metrics['mlm_accuracy']:.3f} (always predicting the most frequent "
-      f"token: {metrics['most_frequent_token_accuracy']:.3f}); MLM loss "
-      f"{metrics['mlm_loss']:.3f}.",
-      f"NSP accuracy {metrics['nsp_accuracy']:.3f} (chance: 0.5); NSP loss "
-      f"{metrics['nsp_loss']:.3f}.",
-  ])
 
 
 def corpus_examples(file_patterns, input_format: str, data_dir: str):

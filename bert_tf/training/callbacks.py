@@ -1,8 +1,11 @@
-"""Keras callbacks for what Keras lacks: steady-state throughput and the learning rate in logs."""
+"""Keras callbacks for what Keras lacks: steady-state throughput, the learning rate in the logs,
+and curves at step granularity for the final plot."""
 
+import json
 import time
 
 import keras
+import tensorflow as tf
 
 
 class Throughput(keras.callbacks.Callback):
@@ -45,3 +48,23 @@ class LearningRate(keras.callbacks.Callback):
     if logs is not None:
       logs["learning_rate"] = float(keras.ops.convert_to_numpy(
           self.model.optimizer.learning_rate))
+
+
+class TrainingCurves(keras.callbacks.Callback):
+  """Appends the running losses and accuracies every `every` steps to a JSON-lines file.
+
+  The file grows across resumed runs (each line carries the optimizer step), so the curves of
+  a run that was interrupted are whole.
+  """
+
+  def __init__(self, path: str, every: int = 20):
+    super().__init__()
+    self.path = path
+    self.every = every
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = int(self.model.optimizer.iterations.numpy())
+    if logs and step % self.every == 0:
+      record = {"step": step, **{name: float(value) for name, value in logs.items()}}
+      with tf.io.gfile.GFile(self.path, "a") as f:
+        f.write(json.dumps(record) + "\n")

@@ -24,7 +24,7 @@ from bert_tf.errors import UserError
 from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import optimization, strategy as strategy_lib
+from bert_tf.training import optimization, report, strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
 log = logging.getLogger("bert_tf")
@@ -66,9 +66,9 @@ class TrainConfig:
   # Optimisation.
   optimizer: str = "adamw"
   global_batch_size: int = 16
-  train_steps: int = 2400
+  train_steps: int = 2000
   learning_rate: float = 1e-3
-  warmup_steps: int = 240
+  warmup_steps: int = 200
   weight_decay: float = 0.01
   # Execution.
   seed: int = 0
@@ -76,7 +76,7 @@ class TrainConfig:
   tpu: str = ""
   jit_compile: bool = False
   steps_per_execution: int = 1
-  checkpoint_every: int = 600
+  checkpoint_every: int = 500
   eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
   verbose: int = 1
 
@@ -195,6 +195,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
               os.path.join(config.model_dir, "checkpoint"), delete_checkpoint=False),
           throughput,
           callbacks_lib.LearningRate(),
+          callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
+                                       every=max(1, min(20, config.train_steps // 100))),
           keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
       ],
       verbose=config.verbose)
@@ -215,6 +217,11 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     metrics.update({f"eval_{name}": value for name, value in
                     _evaluate(model, held_out, config.eval_steps).items()})
   files.write_json(os.path.join(config.model_dir, "metrics.json"), metrics)
+  report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
+                     os.path.join(config.model_dir, "curves.png"),
+                     metrics["most_frequent_token_accuracy"])
+  files.write_text(os.path.join(config.model_dir, "summary.txt"),
+                   report.summary(metrics) + "\n")
 
   export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
                     seq_length=config.seq_length, lower_case=config.do_lower_case)

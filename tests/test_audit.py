@@ -1,0 +1,91 @@
+"""Golden statistics: what the pipeline realises on real text, within stated tolerances.
+
+Over 10,240 examples at sequence 128 there are about 180,000 predicted tokens, so a share
+drawn at rate p has a standard deviation below 0.0012; the tolerances (0.01) are over 8 of
+them. IsNext is not drawn freely (forced NotNexts are paid back), and the short-sequence share
+is over examples (10,240, standard deviation 0.003).
+"""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+from bert_tf.audit import audit
+from bert_tf.data.builtin_corpus import topic_sentences
+from bert_tf.training.trainer import TrainConfig
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def stdlib_docstring_corpus(path: str, max_modules: int = 150) -> None:
+  """A second real-text corpus: the long docstrings of standard-library modules, one document
+  per module (API prose, unlike the language reference)."""
+  root = sysconfig.get_paths()["stdlib"]
+  documents = []
+  for name in sorted(os.listdir(root)):
+    if not name.endswith(".py") or len(documents) >= max_modules:
+      continue
+    try:
+      tree = ast.parse(open(os.path.join(root, name), encoding="utf-8").read())
+    except (SyntaxError, UnicodeDecodeError):
+      continue
+    texts = [ast.get_docstring(node) for node in ast.walk(tree)
+             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))]
+    sentences = [s for text in texts if text and len(text) > 200
+                 for s in topic_sentences(text)]
+    if len(sentences) >= 5:
+      documents.append("\n".join(sentences))
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n\n".join(documents) + "\n")
+
+
+def check_golden(stats, examples):
+  assert stats["examples"] == examples
+  assert stats["masked_share"] == pytest.approx(0.15, abs=0.01)
+  assert stats["mask_token_share"] == pytest.approx(0.8, abs=0.01)
+  assert stats["random_token_share"] == pytest.approx(0.1, abs=0.01)
+  assert stats["kept_share"] == pytest.approx(0.1, abs=0.01)
+  assert stats["is_next_share"] == pytest.approx(0.5, abs=0.01)
+  assert stats["not_next_other_document_share"] == 1.0
+  assert stats["short_sequence_share"] == pytest.approx(0.1, abs=0.012)
+  assert stats["padding_share"] == pytest.approx(1 - stats["mean_tokens"] / 128, abs=1e-9)
+
+
+def test_golden_statistics_on_the_builtin_corpus(data_dir, vocab_file):
+  texts, stats = audit(TrainConfig(data_dir=data_dir, vocab_file=vocab_file),
+                       num_examples=10_000, show_examples=2)
+  check_golden(stats, 10_240)
+  # Most examples fill the sequence; short ones (10%) and document ends pull the mean down.
+  assert 100 < stats["mean_tokens"] < 125
+  assert stats["documents"] > 79  # several epochs of the 79 documents
+  assert len(texts) == 2 and texts[0].startswith(("IsNext: [CLS]", "NotNext: [CLS]"))
+  assert "[MASK](" in texts[0] and " | " in texts[0]
+
+
+def test_golden_statistics_on_stdlib_docstrings(tmp_path, vocab_file):
+  corpus = str(tmp_path / "docstrings.txt")
+  stdlib_docstring_corpus(corpus)
+  _, stats = audit(TrainConfig(input_files=corpus, vocab_file=vocab_file,
+                               model_dir=str(tmp_path / "run")),
+                   num_examples=10_000, show_examples=0)
+  check_golden(stats, 10_240)
+
+
+def test_command_line_json(data_dir, vocab_file, tmp_path):
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_tf.audit", f"--data_dir={data_dir}",
+       f"--vocab_file={vocab_file}", f"--model_dir={tmp_path}", "--num_examples=256",
+       "--json"],
+      cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-2000:]
+  stats = json.loads(result.stdout.strip().splitlines()[-1])
+  assert set(stats) == {
+      "examples", "masked_share", "mask_token_share", "random_token_share", "kept_share",
+      "is_next_share", "not_next_other_document_share", "mean_tokens", "padding_share",
+      "short_sequence_share", "documents"}
