@@ -126,8 +126,9 @@ def test_pairs_tile_the_window_without_trimming(seed):
       covered.append((b_start, b_end))
     else:
       assert document_b != document_a
-  # A and IsNext B ranges, in instance order, cover every token once, in corpus order.
-  assert [t for start, end in covered for t in range(start, end)] == list(
+  # A and IsNext B ranges cover every token exactly once. (Instances come out in rounds, one
+  # per document each, so they are sorted back into corpus order first.)
+  assert [t for start, end in sorted(covered) for t in range(start, end)] == list(
       range(layout.num_tokens))
   assert pairs["is_short"].all()
 
@@ -205,27 +206,32 @@ def test_is_next_share_is_half():
 
 
 def test_forced_not_next_is_paid_back():
-  # Four one-sentence documents can only be NotNext; the next four choices are IsNext.
+  # Four one-sentence documents can only be NotNext; document 4's drawn NotNexts are turned
+  # into IsNext, one for every two forced, so the window's IsNext share stays 1/2. Without the
+  # payback it would be about 5/14 (~10 free choices per window besides the 4 forced). Over
+  # 200 windows of ~14 instances the share's standard deviation is under 0.01: tolerance 0.03.
   lengths = [[5]] * 4 + [[3] * 30]
-  for seed in range(10):
+  is_next = []
+  for seed in range(200):
     pairs = _pairs(lengths, [seed, 8], seq_length=16, short_seq_prob=0.0)
-    assert pairs["document_a"][:4].tolist() == [0, 1, 2, 3]
-    assert pairs["is_next"][:4].tolist() == [0, 0, 0, 0]
-    assert pairs["document_a"][4:].tolist() == [4] * (len(pairs["is_next"]) - 4)
-    assert pairs["is_next"][4:8].tolist() == [1, 1, 1, 1]
+    assert sorted(pairs["document_a"][pairs["document_a"] < 4].tolist()) == [0, 1, 2, 3]
+    assert not pairs["is_next"][pairs["document_a"] < 4].any()
+    is_next.extend(pairs["is_next"].tolist())
+  assert abs(np.mean(is_next) - 0.5) < 0.03, np.mean(is_next)
 
 
 def test_not_next_document_is_uniform_among_the_others():
   # Document 0 of a 5-document window: NotNext B from documents 1-4 equally often.
   lengths = [[3, 3, 3, 3, 3, 3, 3, 3]] + [[4, 4]] * 4
   counts = np.zeros(5)
-  for seed in range(200):
+  for seed in range(300):
     pairs = _pairs(lengths, [seed, 2], seq_length=12)
     chosen = pairs["document_b"][(pairs["is_next"] == 0) & (pairs["document_a"] == 0)]
     counts += np.bincount(chosen, minlength=5)
   assert counts[0] == 0
   share = counts[1:] / counts.sum()
   # Binomial standard deviation of each share: sqrt(0.25 * 0.75 / n), n > 300: under 0.025.
+  # (300 windows: documents 1-4 often end on a forced NotNext that document 0 pays back.)
   assert counts.sum() > 300
   assert np.abs(share - 0.25).max() < 0.1, share
 
@@ -252,7 +258,9 @@ def test_one_sentence_chunk_takes_the_next_sentence():
   # A long first sentence fills the target alone; the chunk still takes the next sentence,
   # so that the instance can be IsNext.
   # (Original BERT makes such a chunk NotNext every time.)
-  lengths = [[40, 2, 2], [3]]
+  # (The other document has no forced NotNext in the first round, so the first instance's
+  # choice is a free draw.)
+  lengths = [[40, 2, 2], [3, 3, 3, 3]]
   first_is_next = []
   for seed in range(20):
     pairs = _pairs(lengths, [seed, 4], seq_length=16, short_seq_prob=0.0)

@@ -4,8 +4,8 @@
 the graph over a window of documents. Two deliberate improvements over the original:
 - a NotNext segment B always comes from another document of the window, and
 - the realised IsNext share is 50%: when IsNext is impossible (the chunk is the document's last
-  single sentence) the forced NotNext is paid back by the next free choice. A one-sentence chunk
-  that is not at the end of its document takes the next sentence too, so that it can be IsNext.
+  single sentence), the forced NotNext is paid back by making the next free choice IsNext. A one-sentence chunk that is not at the end of its document takes the next sentence
+  too, so that it can be IsNext.
 """
 
 import tensorflow as tf
@@ -42,61 +42,72 @@ class Pairs(tf.experimental.ExtensionType):
   is_short: tf.Tensor  # [instances] bool, a short target length was drawn
 
 
-def _first_reaching(token_splits, offset):
-  """The first sentence boundary at or after token `offset`."""
-  return tf.searchsorted(token_splits, offset[None], side="left", out_type=tf.int64)[0]
+def _first_reaching(token_splits, offsets):
+  """For each token offset, the first sentence boundary at or after it."""
+  return tf.searchsorted(token_splits, offsets, side="left", out_type=tf.int64)
 
 
-def _instance_loop(sentence_splits, token_splits, random, *, max_num_tokens,
-                   short_seq_prob, nsp):
-  """The sequential part: chunks, split points, IsNext decisions. Returns [instances, 9]."""
+def _instance_loop(sentence_splits, token_splits, seed, *, max_num_tokens, short_seq_prob,
+                   nsp):
+  """The sequential part: chunks, split points, IsNext decisions. Returns [instances, 9].
+
+  Each iteration makes the next instance of every document of the window at once, so the loop
+  runs as many times as the longest document has instances, not once per instance.
+  """
   num_documents = tf.shape(sentence_splits, out_type=tf.int64)[0] - 1
-  num_sentences = sentence_splits[-1]
+  document = tf.range(num_documents)
+  document_start, document_end = sentence_splits[:-1], sentence_splits[1:]
+  can_be_not_next = num_documents > 1
 
   def body(step, start, owed, rows):
-    u = random[step]  # [6] uniforms for this instance.
-    document = tf.searchsorted(sentence_splits, start[None], side="right",
-                               out_type=tf.int64)[0] - 1
-    document_end = sentence_splits[document + 1]
+    u = tf.random.stateless_uniform([6, num_documents],
+                                    tf.random.experimental.stateless_fold_in(seed, step))
+    active = start < document_end
 
     is_short = u[0] < short_seq_prob
     short_target = 2 + tf.cast(u[1] * tf.cast(max_num_tokens - 1, tf.float32), tf.int64)
     target = tf.where(is_short, tf.minimum(short_target, max_num_tokens), max_num_tokens)
 
     # Whole sentences until the chunk reaches the target or the document ends.
-    end = _first_reaching(token_splits, token_splits[start] + target)
-    end = tf.clip_by_value(end, start + 1, document_end)
+    start_in_bounds = tf.minimum(start, document_end - 1)
+    end = _first_reaching(token_splits, tf.gather(token_splits, start_in_bounds) + target)
+    end = tf.clip_by_value(end, start_in_bounds + 1, document_end)
     if nsp:
-      end = tf.where((end - start == 1) & (end < document_end), end + 1, end)
-    size = end - start
+      end = tf.where((end - start_in_bounds == 1) & (end < document_end), end + 1, end)
+    size = end - start_in_bounds
 
     if nsp:
-      a_size = 1 + tf.minimum(tf.cast(u[2] * tf.cast(tf.maximum(size - 1, 1), tf.float32),
-                                      tf.int64), tf.maximum(size - 2, 0))
+      a_size = 1 + tf.minimum(
+          tf.cast(u[2] * tf.cast(tf.maximum(size - 1, 1), tf.float32), tf.int64),
+          tf.maximum(size - 2, 0))
       a_size = tf.where(size > 1, a_size, 1)
     else:
       a_size = size
-    a_end = start + a_size
+    a_end = start_in_bounds + a_size
 
+    # IsNext with chance 1/2, except that a forced NotNext (one-sentence chunk at a
+    # document's end) makes the next free choice IsNext. (Measured: this keeps the share at
+    # 1/2 on real corpora; a NotNext also puts sentences back, which makes more instances.)
     can_be_next = size > 1
-    can_be_not_next = num_documents > 1
-    is_next = tf.where(can_be_next & (owed > 0), True, u[3] < 0.5)
-    is_next = (is_next & can_be_next) | ~can_be_not_next
-    owed = (owed + tf.cast(~can_be_next & can_be_not_next, tf.int64)
-            - tf.cast(can_be_next & (owed > 0), tf.int64))
+    forced = active & ~can_be_next & can_be_not_next
+    free = active & can_be_next & can_be_not_next
+    owed += tf.reduce_sum(tf.cast(forced, tf.int64))  # other documents can pay at once
+    paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
+    is_next = tf.where(can_be_not_next, can_be_next & (paid | (u[3] < 0.5)), True)
+    owed -= tf.reduce_sum(tf.cast(paid, tf.int64))
 
     # NotNext: sentences from a random other document, from a random sentence on, filling
     # what A left of the target.
     other = tf.cast(u[4] * tf.cast(tf.maximum(num_documents - 1, 1), tf.float32), tf.int64)
     other = tf.minimum(other, tf.maximum(num_documents - 2, 0))
-    other = tf.where(other >= document, other + 1, other)
-    other = tf.minimum(other, num_documents - 1)
-    other_start, other_end = sentence_splits[other], sentence_splits[other + 1]
+    other = tf.minimum(tf.where(other >= document, other + 1, other), num_documents - 1)
+    other_start, other_end = tf.gather(document_start, other), tf.gather(document_end, other)
     other_first = other_start + tf.minimum(
         tf.cast(u[5] * tf.cast(other_end - other_start, tf.float32), tf.int64),
         other_end - other_start - 1)
-    b_target = target - (token_splits[a_end] - token_splits[start])
-    other_last = _first_reaching(token_splits, token_splits[other_first] + b_target)
+    b_target = target - (tf.gather(token_splits, a_end)
+                         - tf.gather(token_splits, start_in_bounds))
+    other_last = _first_reaching(token_splits, tf.gather(token_splits, other_first) + b_target)
     other_last = tf.clip_by_value(other_last, other_first + 1, other_end)
 
     if nsp:
@@ -105,27 +116,30 @@ def _instance_loop(sentence_splits, token_splits, random, *, max_num_tokens,
       document_b = tf.where(is_next, document, other)
       # An instance without any segment B (one-sentence document alone in its window) is
       # dropped rather than emitted without a pair.
-      valid = b_last > b_first
+      valid = active & (b_last > b_first)
       # NotNext puts the chunk's unused sentences back for the next instance.
       next_start = tf.where(is_next, end, a_end)
     else:
       b_first = b_last = a_end
       document_b = document
-      valid = tf.constant(True)
+      valid = active
       next_start = end
 
     row = tf.stack([
-        token_splits[start], token_splits[a_end], token_splits[b_first], token_splits[b_last],
+        tf.gather(token_splits, start_in_bounds), tf.gather(token_splits, a_end),
+        tf.gather(token_splits, b_first), tf.gather(token_splits, b_last),
         tf.cast(is_next, tf.int64), document, document_b, tf.cast(is_short, tf.int64),
-        tf.cast(valid, tf.int64)])
-    return step + 1, next_start, owed, rows.write(tf.cast(step, tf.int32), row)
+        tf.cast(valid, tf.int64)], axis=1)  # [documents, 9]
+    start = tf.where(active, next_start, start)
+    return step + 1, start, owed, rows.write(tf.cast(step, tf.int32), row)
 
-  rows = tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[9])
+  rows = tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[None, 9],
+                        infer_shape=False)
   _, _, _, rows = tf.while_loop(
-      lambda step, start, owed, rows: start < num_sentences,
+      lambda step, start, owed, rows: tf.reduce_any(start < document_end),
       body,
-      (tf.constant(0, tf.int64), tf.constant(0, tf.int64), tf.constant(0, tf.int64), rows))
-  return rows.stack()
+      (tf.constant(0, tf.int64), document_start, tf.constant(0, tf.int64), rows))
+  return tf.cond(rows.size() > 0, rows.concat, lambda: tf.zeros([0, 9], tf.int64))
 
 
 def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_length: int,
@@ -149,9 +163,7 @@ def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_lengt
   max_num_tokens = seq_length - (3 if nsp else 2)
 
   loop_seed, trim_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-  num_sentences = sentence_splits[-1]
-  random = tf.random.stateless_uniform(tf.stack([num_sentences, 6]), loop_seed)
-  rows = _instance_loop(sentence_splits, token_splits, random,
+  rows = _instance_loop(sentence_splits, token_splits, loop_seed,
                         max_num_tokens=tf.constant(max_num_tokens, tf.int64),
                         short_seq_prob=short_seq_prob, nsp=nsp)
   rows = tf.boolean_mask(rows, rows[:, 8] > 0)
