@@ -120,7 +120,7 @@ def main():
                       help="Corpus sizes; the first is measured in full, the others for "
                            "memory growth (bert_tf at 128 only).")
   parser.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
-  parser.add_argument("--batches", type=int, default=100)
+  parser.add_argument("--batches", type=int, default=600)
   parser.add_argument("--vocab_file", default="")
   parser.add_argument("--child", choices=["ours", "keras_hub"])
   parser.add_argument("--corpus_dir")
