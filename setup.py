@@ -15,6 +15,8 @@ setup(
         "absl-py",
         "tensorboard~=2.21.0",
         "matplotlib",
+        "safetensors",
     ],
-    extras_require={"test": ["pytest"]},
+    # torch 2.13.0 is the CPU build this machine class has on disk; transformers for parity.
+    extras_require={"test": ["pytest", "torch==2.13.0", "transformers"]},
 )

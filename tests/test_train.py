@@ -128,6 +128,25 @@ def test_saved_model_cli_lists_the_signatures(trained):
     assert name in result.stdout, name
 
 
+def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained, tmp_path,
+                                                                       data_dir, vocab_file):
+  model_dir, _ = trained
+  for export_format in ("hf", "keras_hub", "savedmodel"):
+    result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}",
+                  f"--format={export_format}", f"--output={tmp_path / export_format}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+  assert (tmp_path / "hf" / "model.safetensors").exists()
+  assert (tmp_path / "hf" / "vocab.txt").exists()
+  assert (tmp_path / "keras_hub" / "config.json").exists()
+  assert (tmp_path / "savedmodel" / "saved_model.pb").exists()
+  # Continued pre-training from the Hugging Face export.
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'continued'}", f"--init_checkpoint={tmp_path / 'hf'}",
+                *TINY])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Initialising from" in result.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--input_files=/nonexistent/*.txt"], "no file matches '/nonexistent/*.txt'"),
     (["--config=bert_nope"], "unknown --config 'bert_nope'"),
@@ -136,6 +155,8 @@ def test_saved_model_cli_lists_the_signatures(trained):
     (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
     (["--global_batch_size=0"], "must be positive"),
     (["--train_steps=7"], "train_steps 7 is not a multiple of checkpoint_every 3"),
+    (["--init_checkpoint=/nonexistent/bert_model.ckpt"],
+     "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
 ])
 def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, message):
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",

@@ -48,11 +48,29 @@ class Vocabulary:
     """Whether each id continues the previous word (a `##` piece): for whole-word masking."""
     return [t.startswith("##") for t in self.tokens]
 
-  def tokenizer(self, lower_case: bool) -> tf_text.FastBertTokenizer:
-    """The in-graph BERT tokenizer: clean-up, optional lower-casing, splitting, WordPiece."""
-    return tf_text.FastBertTokenizer(
-        vocab=self.tokens,
+  def tokenizer(self, lower_case: bool) -> "BertTokenizer":
+    return BertTokenizer(self.tokens, lower_case)
+
+
+# Characters original BERT deletes before splitting (`_clean_text`): NUL, U+FFFD and control
+# characters other than tab, newline and carriage return. FastBertTokenizer splits words at
+# them instead, so they are deleted first.
+_DELETED = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{fffd}]"
+
+
+class BertTokenizer(tf.Module):
+  """The in-graph BERT tokenizer: original BERT's clean-up, optional lower-casing and accent
+  stripping, punctuation and CJK splitting, WordPiece (tensorflow-text's FastBertTokenizer)."""
+
+  def __init__(self, tokens: list[str], lower_case: bool):
+    super().__init__(name="bert_tokenizer")
+    self.fast_bert_tokenizer = tf_text.FastBertTokenizer(
+        vocab=tokens,
         token_out_type=tf.int32,
         unknown_token=UNK,
         max_bytes_per_word=MAX_BYTES_PER_WORD,
         lower_case_nfd_strip_accents=lower_case)
+
+  def tokenize(self, text: tf.Tensor) -> tf.RaggedTensor:
+    """string [batch] -> int32 [batch, (tokens)]."""
+    return self.fast_bert_tokenizer.tokenize(tf.strings.regex_replace(text, _DELETED, ""))

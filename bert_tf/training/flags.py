@@ -48,6 +48,10 @@ def define_flags() -> None:
   flags.DEFINE_string("config", d.config,
                       "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
                       "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.")
+  flags.DEFINE_string("init_checkpoint", d.init_checkpoint,
+                      "Start from these weights (both heads): an original BERT checkpoint "
+                      "(bert_model.ckpt prefix or its directory, with bert_config.json) or a "
+                      "Hugging Face BertForPreTraining directory. Must match --config.")
   flags.DEFINE_float("mlm_loss_weight", d.mlm_loss_weight, "Weight of the MLM loss.")
   flags.DEFINE_float("nsp_loss_weight", d.nsp_loss_weight, "Weight of the NSP loss.")
   flags.DEFINE_enum("mlm_loss_reduction", d.mlm_loss_reduction, ["mean", "sum"],

@@ -21,7 +21,11 @@ from bert_tf.data import corpus
 from bert_tf.data.pipeline import PipelineConfig, pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
+from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint,
+                                            load_tf1_checkpoint)
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
 from bert_tf.training import optimization, report, strategy as strategy_lib
@@ -59,6 +63,7 @@ class TrainConfig:
   nsp: bool = True
   # Model.
   config: str = "bert_tiny"
+  init_checkpoint: str = ""  # Original BERT (TF1) checkpoint or Hugging Face directory.
   # Loss.
   mlm_loss_weight: float = 1.0
   nsp_loss_weight: float = 1.0
@@ -116,6 +121,11 @@ def prepare(config: TrainConfig):
                      data_dir=config.data_dir)
   vocabulary = Vocabulary(config.vocab_file)
   bert_config = resolve_config(config.config, len(vocabulary))
+  if config.init_checkpoint and not (
+      is_huggingface_directory(config.init_checkpoint)
+      or is_tf1_checkpoint(checkpoint_prefix(config.init_checkpoint))):
+    raise UserError(f"--init_checkpoint {config.init_checkpoint} is neither an original BERT "
+                    "checkpoint nor a Hugging Face directory")
   if config.seq_length > bert_config.max_position_embeddings:
     raise UserError(
         f"seq_length {config.seq_length} exceeds the model's {bert_config.max_position_embeddings}"
@@ -160,7 +170,13 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   keras.utils.set_random_seed(config.seed)
   strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size)
-  bert_config.to_json_file(os.path.join(config.model_dir, "bert_config.json"))
+  # What exports need, kept beside the weights so that model_dir stands alone.
+  bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
+  files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
+                   dataclasses.asdict(config))
+  vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
+  if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
+    tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
 
   train_data = strategy_lib.distribute(
       strategy,
@@ -180,6 +196,13 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         nsp_loss_weight=config.nsp_loss_weight,
         mlm_loss_reduction=config.mlm_loss_reduction,
         jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    if config.init_checkpoint:
+      # A resumed run's own checkpoint, restored when fit begins, takes precedence.
+      log.info("Initialising from %s", config.init_checkpoint)
+      if is_huggingface_directory(config.init_checkpoint):
+        load_huggingface(model, bert_config, config.init_checkpoint)
+      else:
+        load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
 
   steps_per_interval = min(config.checkpoint_every, config.train_steps)
   if config.train_steps % steps_per_interval:
@@ -200,7 +223,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
       ],
       verbose=config.verbose)
-  model.save_weights(os.path.join(config.model_dir, "model.weights.h5"))
+  model.save_weights(os.path.join(config.model_dir, trained.WEIGHTS_FILE))
 
   # Final figures on fresh batches (new pairs and masks, dropout off), so that they are the
   # same whether this run trained or found its training already complete.

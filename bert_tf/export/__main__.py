@@ -1,0 +1,35 @@
+"""Exports a trained model: `python -m bert_tf.export --model_dir=... --format=... --output=...`.
+
+Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTraining`
+directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset).
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+flags.DEFINE_string("model_dir", None, "A train.py model_dir.", required=True)
+flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "hf", "keras_hub"], "Export format.")
+flags.DEFINE_string("output", None, "Directory to write (replaced if it exists).",
+                    required=True)
+flags.DEFINE_integer("top_k", 5, "fill_mask: predictions per [MASK] (savedmodel).")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  from bert_tf.errors import UserError
+  from bert_tf.export.trained import export, load_trained
+  try:
+    trained = load_trained(FLAGS.model_dir)
+    logging.info("Exporting %s as %s to %s", FLAGS.model_dir, FLAGS.format, FLAGS.output)
+    export(trained, FLAGS.format, FLAGS.output, top_k=FLAGS.top_k)
+  except UserError as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+  print(f"wrote {FLAGS.output}")
+
+
+if __name__ == "__main__":
+  app.run(main)

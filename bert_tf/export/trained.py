@@ -1,0 +1,57 @@
+"""A trained model as `train` left it in `model_dir`, and its export to every format."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.model.pretraining import pretraining_model
+
+# What `train` writes into model_dir for exports to read.
+CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TRAIN_CONFIG_FILE = (
+    "bert_config.json", "vocab.txt", "model.weights.h5", "train_config.json")
+
+
+@dataclasses.dataclass
+class Trained:
+  model: keras.Model
+  config: BertConfig
+  vocabulary: Vocabulary
+  lower_case: bool
+  seq_length: int
+
+
+def load_trained(model_dir: str) -> Trained:
+  for name in (CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TRAIN_CONFIG_FILE):
+    if not tf.io.gfile.exists(os.path.join(model_dir, name)):
+      raise UserError(f"{model_dir} has no {name}: is it a finished train.py model_dir?")
+  config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
+  with tf.io.gfile.GFile(os.path.join(model_dir, TRAIN_CONFIG_FILE)) as f:
+    train_config = json.load(f)
+  model = pretraining_model(config)
+  model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
+  return Trained(model, config, Vocabulary(os.path.join(model_dir, VOCAB_FILE)),
+                 train_config["do_lower_case"], train_config["seq_length"])
+
+
+def export(trained: Trained, export_format: str, output: str, top_k: int = 5) -> str:
+  """Writes `trained` as `savedmodel`, `hf` or `keras_hub` to `output`, atomically."""
+  if export_format == "savedmodel":
+    return export_savedmodel(trained.model, trained.vocabulary, output,
+                             seq_length=trained.seq_length, lower_case=trained.lower_case,
+                             top_k=top_k)
+  if export_format == "hf":
+    from bert_tf.interop.huggingface import export_huggingface
+    return export_huggingface(trained.model, trained.config, trained.vocabulary, output,
+                              lower_case=trained.lower_case)
+  if export_format == "keras_hub":
+    from bert_tf.interop.keras_hub_preset import export_keras_hub
+    return export_keras_hub(trained.model, trained.config, trained.vocabulary, output,
+                            lower_case=trained.lower_case)
+  raise UserError(f"unknown export format {export_format!r}: use savedmodel, hf or keras_hub")

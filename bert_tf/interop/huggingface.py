@@ -1,0 +1,111 @@
+"""Hugging Face `BertForPreTraining` directories: export (config.json, model.safetensors,
+vocab.txt, tokenizer files) and import (for `--init_checkpoint`). Needs no torch: weights are
+read and written with safetensors' numpy API."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import files
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.interop.state import load_state, model_state
+
+WEIGHTS = "model.safetensors"
+
+
+def hf_config(config: BertConfig) -> dict:
+  return {
+      "architectures": ["BertForPreTraining"],
+      "model_type": "bert",
+      "vocab_size": config.vocab_size,
+      "hidden_size": config.hidden_size,
+      "num_hidden_layers": config.num_hidden_layers,
+      "num_attention_heads": config.num_attention_heads,
+      "intermediate_size": config.intermediate_size,
+      "hidden_act": config.hidden_act,  # "gelu" is the erf form in transformers
+      "hidden_dropout_prob": config.hidden_dropout_prob,
+      "attention_probs_dropout_prob": config.attention_probs_dropout_prob,
+      "max_position_embeddings": config.max_position_embeddings,
+      "type_vocab_size": config.type_vocab_size,
+      "initializer_range": config.initializer_range,
+      "layer_norm_eps": 1e-12,
+      "pad_token_id": 0,
+      "position_embedding_type": "absolute",
+      "tie_word_embeddings": True,
+  }
+
+
+def export_huggingface(model: keras.Model, config: BertConfig, vocabulary: Vocabulary,
+                       directory: str, *, lower_case: bool) -> str:
+  """Writes a directory that `BertForPreTraining.from_pretrained` and
+  `BertTokenizer.from_pretrained` load; atomically (temporary directory, then rename)."""
+  from safetensors.numpy import save_file
+
+  temporary = directory.rstrip("/") + ".tmp"
+  if tf.io.gfile.exists(temporary):
+    tf.io.gfile.rmtree(temporary)
+  tf.io.gfile.makedirs(temporary)
+  save_file(model_state(model, config), os.path.join(temporary, WEIGHTS),
+            metadata={"format": "pt"})
+  files.write_json(os.path.join(temporary, "config.json"), hf_config(config))
+  tf.io.gfile.copy(vocabulary.path, os.path.join(temporary, "vocab.txt"))
+  files.write_json(os.path.join(temporary, "tokenizer_config.json"), {
+      "tokenizer_class": "BertTokenizer", "do_lower_case": lower_case,
+      "strip_accents": None, "tokenize_chinese_chars": True,
+      "model_max_length": config.max_position_embeddings,
+      "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+      "cls_token": "[CLS]", "mask_token": "[MASK]"})
+  files.write_json(os.path.join(temporary, "special_tokens_map.json"), {
+      "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+      "cls_token": "[CLS]", "mask_token": "[MASK]"})
+  files.replace_directory(temporary, directory)
+  return directory
+
+
+def is_huggingface_directory(path: str) -> bool:
+  return tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, "config.json"))
+
+
+def read_huggingface(directory: str):
+  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights)."""
+  from safetensors.numpy import load_file
+
+  with tf.io.gfile.GFile(os.path.join(directory, "config.json")) as f:
+    values = json.load(f)
+  if values.get("model_type") != "bert":
+    raise UserError(f"{directory} is not a BERT model (model_type {values.get('model_type')!r})")
+  if values.get("hidden_act", "gelu") != "gelu":
+    raise UserError(f"{directory} uses hidden_act {values['hidden_act']!r}; only 'gelu'")
+  config = BertConfig(**{name: values[name] for name in (
+      "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+      "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
+      "max_position_embeddings", "type_vocab_size", "initializer_range")})
+  weights = os.path.join(directory, WEIGHTS)
+  if not tf.io.gfile.exists(weights):
+    raise UserError(f"{directory} has no {WEIGHTS} (only safetensors weights are read)")
+  state = dict(load_file(weights))
+  # Tied copies that some versions save besides the originals.
+  for tied, original in (("cls.predictions.decoder.weight",
+                          "bert.embeddings.word_embeddings.weight"),
+                         ("cls.predictions.decoder.bias", "cls.predictions.bias")):
+    if tied in state:
+      if not np.array_equal(state.pop(tied), state.get(original)):
+        raise UserError(f"{directory}: {tied} is not tied to {original}")
+  state.pop("bert.embeddings.position_ids", None)  # a buffer, not a weight
+  return config, state
+
+
+def load_huggingface(model: keras.Model, config: BertConfig, directory: str) -> None:
+  """Initialises `model` (both heads) from a Hugging Face `BertForPreTraining` directory."""
+  their_config, state = read_huggingface(directory)
+  if their_config.replace(hidden_dropout_prob=config.hidden_dropout_prob,
+                          attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+                          initializer_range=config.initializer_range) != config:
+    raise UserError(f"{directory}'s config.json does not match the model: {their_config} "
+                    f"vs {config}")
+  load_state(model, config, state, directory)

@@ -1,0 +1,85 @@
+"""Original BERT (google-research/bert, TF1) checkpoints: `bert_model.ckpt` + `bert_config.json`.
+
+Variable names such as `bert/encoder/layer_0/attention/self/query/kernel` map one to one onto
+the canonical (Hugging Face) names; kernels are transposed. Optimizer slots (`adam_m`,
+`adam_v`) and `global_step` are known and skipped; any other name that does not map is an
+error.
+"""
+
+import os
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.errors import UserError
+from bert_tf.interop.state import load_state
+
+_SKIPPED = re.compile(r"(/adam_[mv]$|^global_step$)")
+
+
+def canonical_name(tf1_name: str):
+  """(canonical name, transpose?) of an original BERT variable name."""
+  parts = tf1_name.split("/")
+  transpose = parts[-1] == "kernel"
+  last = {"kernel": "weight", "gamma": "weight", "beta": "bias", "bias": "bias"}.get(parts[-1])
+  if tf1_name == "cls/predictions/output_bias":
+    return "cls.predictions.bias", False
+  if tf1_name == "cls/seq_relationship/output_weights":
+    return "cls.seq_relationship.weight", False  # already [2, hidden]
+  if tf1_name == "cls/seq_relationship/output_bias":
+    return "cls.seq_relationship.bias", False
+  if parts[-1].endswith("_embeddings"):
+    return ".".join(parts) + ".weight", False
+  if last is None:
+    return None, False
+  path = ".".join(re.sub(r"^layer_(\d+)$", r"layer.\1", p) for p in parts[:-1])
+  return f"{path}.{last}", transpose
+
+
+def is_tf1_checkpoint(path: str) -> bool:
+  return tf.io.gfile.exists(path + ".index")
+
+
+def checkpoint_prefix(path: str) -> str:
+  """Accepts the checkpoint prefix or its directory (with `bert_model.ckpt` inside)."""
+  if tf.io.gfile.isdir(path):
+    candidate = os.path.join(path, "bert_model.ckpt")
+    if is_tf1_checkpoint(candidate):
+      return candidate
+    latest = tf.train.latest_checkpoint(path)
+    if latest:
+      return latest
+  return path
+
+
+def read_tf1_checkpoint(prefix: str) -> dict:
+  """The canonical state of an original BERT checkpoint."""
+  reader = tf.train.load_checkpoint(prefix)
+  state, unknown = {}, []
+  for name in sorted(reader.get_variable_to_shape_map()):
+    if _SKIPPED.search(name):
+      continue
+    canonical, transpose = canonical_name(name)
+    if canonical is None:
+      unknown.append(name)
+      continue
+    value = np.asarray(reader.get_tensor(name), np.float32)
+    state[canonical] = value.T if transpose else value
+  if unknown:
+    raise UserError(f"{prefix}: variables that are not original BERT's: {', '.join(unknown)}")
+  return state
+
+
+def load_tf1_checkpoint(model: keras.Model, config: BertConfig, path: str) -> None:
+  """Initialises `model` (both heads) from an original BERT checkpoint. Its
+  `bert_config.json` (beside the checkpoint), if present, must match `config`."""
+  prefix = checkpoint_prefix(path)
+  config_path = os.path.join(os.path.dirname(prefix), "bert_config.json")
+  if tf.io.gfile.exists(config_path):
+    theirs = BertConfig.from_json_file(config_path)
+    if theirs != config:
+      raise UserError(f"{config_path} does not match the model's config: {theirs} vs {config}")
+  load_state(model, config, read_tf1_checkpoint(prefix), prefix)
