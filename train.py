@@ -20,7 +20,7 @@ def main(argv):
   config = train_flags.config_from_flags(FLAGS)
   # Heavy imports after the flags are parsed, so that --help is quick.
   from bert_tf.export import examples
-  from bert_tf.training import report, trainer
+  from bert_tf.training import checkpointing, report, trainer
   flags_text = "".join(flag.serialize() + "\n"
                        for flag in FLAGS.get_flags_for_module(train_flags.__name__))
   try:
@@ -28,6 +28,9 @@ def main(argv):
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
+  except checkpointing.TrainingStopped as e:
+    print(f"stopped: {e}", file=sys.stderr)
+    sys.exit(1)
   print(report.summary(metrics))
   print(examples.show_predictions(os.path.join(config.model_dir, "export"),
                                   config.input_files, config.input_format, config.data_dir))

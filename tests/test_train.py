@@ -24,7 +24,8 @@ def run(args, **kwargs):
 def trained(tmp_path_factory, data_dir, vocab_file):
   model_dir = str(tmp_path_factory.mktemp("run"))
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={model_dir}", *TINY])
+                f"--model_dir={model_dir}", f"--eval_files={data_dir}/pydoc_topics/*-00-of-*",
+                *TINY])
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir, result.stdout
 
@@ -33,7 +34,7 @@ def test_model_dir_contents(trained):
   model_dir, _ = trained
   for name in ("flags.txt", "metrics.json", "bert_config.json", "model.weights.h5",
                "curves.png", "summary.txt", "history.jsonl", "export/saved_model.pb",
-               "export/assets/vocab.txt", "checkpoint", "logs"):
+               "export/assets/vocab.txt", "checkpoints/checkpoint", "logs"):
     assert os.path.exists(os.path.join(model_dir, name)), name
   assert not os.path.exists(os.path.join(model_dir, "export.tmp"))
 
@@ -46,6 +47,8 @@ def test_metrics_json(trained):
                "most_frequent_token_accuracy", "examples_per_second"):
     assert metrics[name] >= 0, name
   assert 0 < metrics["mlm_loss"] < 20 and 0 < metrics["nsp_loss"] < 5
+  for name in ("eval_mlm_loss", "eval_nsp_loss", "eval_mlm_accuracy", "eval_nsp_accuracy"):
+    assert 0 <= metrics[name] < 20, name  # the held-out corpus (--eval_files)
   summary = open(os.path.join(model_dir, "summary.txt")).read()
   assert summary.startswith("Trained 6 steps") and "most frequent token" in summary
 
@@ -154,7 +157,7 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
      "seq_length 1024 exceeds the model's 512 position embeddings"),
     (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
     (["--global_batch_size=0"], "must be positive"),
-    (["--train_steps=7"], "train_steps 7 is not a multiple of checkpoint_every 3"),
+    (["--checkpoint_every=0"], "checkpoint_every and keep_checkpoints must be positive"),
     (["--init_checkpoint=/nonexistent/bert_model.ckpt"],
      "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
 ])

@@ -74,6 +74,7 @@ def define_flags() -> None:
                        "Train steps per call into the graph.")
   flags.DEFINE_integer("checkpoint_every", d.checkpoint_every,
                        "Steps between checkpoints (a re-run resumes from the last one).")
+  flags.DEFINE_integer("keep_checkpoints", d.keep_checkpoints, "Checkpoints kept.")
   flags.DEFINE_integer("eval_steps", d.eval_steps,
                        "Batches measured for the final metrics and the held-out evaluation.")
   flags.DEFINE_integer("verbose", d.verbose, "Keras verbosity: 0 silent, 1 progress bar, "

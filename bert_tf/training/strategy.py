@@ -33,12 +33,15 @@ def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: 
 def distribute(strategy: tf.distribute.Strategy, make_dataset, global_batch_size: int):
   """The training input for `strategy`: each input pipeline reads its own shard.
 
-  `make_dataset(batch_size, num_shards, shard_index)` builds one pipeline's dataset.
+  `make_dataset(batch_size, num_shards, shard_index, batches_per_step)` builds one pipeline's
+  dataset; each training step takes `batches_per_step` batches from it (one per local
+  replica).
   """
   batch_size = per_replica_batch_size(strategy, global_batch_size)
   if strategy.num_replicas_in_sync == 1:
-    return make_dataset(batch_size, 1, 0)
+    return make_dataset(batch_size, 1, 0, 1)
   return strategy.distribute_datasets_from_function(
       lambda context: make_dataset(
           context.get_per_replica_batch_size(global_batch_size),
-          context.num_input_pipelines, context.input_pipeline_id))
+          context.num_input_pipelines, context.input_pipeline_id,
+          context.num_replicas_in_sync // context.num_input_pipelines))

@@ -1,9 +1,9 @@
 """`train`: one pre-training run from a `TrainConfig`, usable from a notebook or `train.py`.
 
-Steps: check every input (cheap checks first), build the vocabulary if asked, train with
-`model.fit` in intervals of `checkpoint_every` steps (one Keras epoch each, so Keras's
-`BackupAndRestore` checkpoints each interval and a re-run resumes from the last one), write
-`metrics.json`, and export the serving SavedModel.
+Steps: check every input (cheap checks first), build the vocabulary if asked, restore the
+latest checkpoint of `model_dir` if there is one (a re-run resumes exactly), train with
+`model.fit` (one Keras epoch per checkpoint interval), write `metrics.json`, the plot and the
+summary, and export the serving SavedModel.
 """
 
 import collections
@@ -28,7 +28,7 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
                                             load_tf1_checkpoint)
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import optimization, report, strategy as strategy_lib
+from bert_tf.training import checkpointing, optimization, report, strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
 log = logging.getLogger("bert_tf")
@@ -82,6 +82,7 @@ class TrainConfig:
   jit_compile: bool = False
   steps_per_execution: int = 1
   checkpoint_every: int = 500
+  keep_checkpoints: int = 3
   eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
   verbose: int = 1
 
@@ -106,6 +107,8 @@ def prepare(config: TrainConfig):
   """
   if config.train_steps <= 0 or config.global_batch_size <= 0:
     raise UserError("train_steps and global_batch_size must be positive")
+  if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0:
+    raise UserError("checkpoint_every and keep_checkpoints must be positive")
   PipelineConfig(seq_length=config.seq_length,
                  max_predictions_per_seq=config.max_predictions_per_seq,
                  **config.pipeline_options()).check()
@@ -162,7 +165,8 @@ def _evaluate(model, dataset, steps) -> dict:
 def train(config: TrainConfig, flags_text: str = "") -> dict:
   """Runs pre-training as configured; returns the metrics also written to metrics.json.
 
-  `flags_text`, the command line as a flagfile, is kept as `model_dir/flags.txt`.
+  `flags_text`, the command line as a flagfile, is kept as `model_dir/flags.txt`. Raises
+  `checkpointing.TrainingStopped` when preempted or on a non-finite loss.
   """
   vocabulary, bert_config = prepare(config)
   if flags_text:
@@ -178,13 +182,6 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
     tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
 
-  train_data = strategy_lib.distribute(
-      strategy,
-      lambda batch_size, num_shards, shard_index: _dataset(
-          config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
-          repeat=True, num_shards=num_shards, shard_index=shard_index),
-      config.global_batch_size)
-
   with strategy.scope():
     model = pretraining_model(bert_config)
     optimizer = optimization.create_optimizer(
@@ -196,33 +193,49 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         nsp_loss_weight=config.nsp_loss_weight,
         mlm_loss_reduction=config.mlm_loss_reduction,
         jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
-    if config.init_checkpoint:
-      # A resumed run's own checkpoint, restored when fit begins, takes precedence.
+    optimizer.build(model.trainable_variables)
+    checkpointer = checkpointing.Checkpointer(
+        os.path.join(config.model_dir, "checkpoints"), model, optimizer,
+        keep=config.keep_checkpoints)
+    start_step = checkpointer.restore()
+    if start_step:
+      log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
+    elif config.init_checkpoint:
       log.info("Initialising from %s", config.init_checkpoint)
       if is_huggingface_directory(config.init_checkpoint):
         load_huggingface(model, bert_config, config.init_checkpoint)
       else:
         load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
 
-  steps_per_interval = min(config.checkpoint_every, config.train_steps)
-  if config.train_steps % steps_per_interval:
-    raise UserError(f"train_steps {config.train_steps} is not a multiple of "
-                    f"checkpoint_every {config.checkpoint_every}")
   throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
-  model.fit(
-      train_data,
-      epochs=config.train_steps // steps_per_interval,
-      steps_per_epoch=steps_per_interval,
-      callbacks=[
-          keras.callbacks.BackupAndRestore(
-              os.path.join(config.model_dir, "checkpoint"), delete_checkpoint=False),
-          throughput,
-          callbacks_lib.LearningRate(),
-          callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
-                                       every=max(1, min(20, config.train_steps // 100))),
-          keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
-      ],
-      verbose=config.verbose)
+  if start_step < config.train_steps:
+    # The stream resumes where the checkpoint left it: the batches already trained on are
+    # skipped (recomputed, at the pipeline's speed, then dropped).
+    train_data = strategy_lib.distribute(
+        strategy,
+        lambda batch_size, num_shards, shard_index, batches_per_step: _dataset(
+            config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
+            repeat=True, num_shards=num_shards, shard_index=shard_index
+        ).skip(start_step * batches_per_step),
+        config.global_batch_size)
+    guard = checkpointing.CheckpointEvery(checkpointer, config.checkpoint_every,
+                                          config.train_steps)
+    epochs, steps_per_epoch = checkpointing.intervals(start_step, config.train_steps,
+                                                      config.checkpoint_every)
+    model.fit(
+        train_data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=config.verbose,
+        callbacks=[
+            guard,
+            throughput,
+            callbacks_lib.LearningRate(),
+            callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
+                                         every=max(1, min(20, config.train_steps // 100))),
+            keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
+        ])
+    if guard.stop_reason:
+      raise checkpointing.TrainingStopped(guard.stop_reason)
+  else:
+    log.info("Training already complete (step %d): measuring and exporting", start_step)
   model.save_weights(os.path.join(config.model_dir, trained.WEIGHTS_FILE))
 
   # Final figures on fresh batches (new pairs and masks, dropout off), so that they are the
@@ -246,6 +259,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   files.write_text(os.path.join(config.model_dir, "summary.txt"),
                    report.summary(metrics) + "\n")
 
+  log.info("Writing the serving SavedModel to %s", os.path.join(config.model_dir, "export"))
   export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
                     seq_length=config.seq_length, lower_case=config.do_lower_case)
   return metrics

@@ -1,0 +1,112 @@
+"""A killed or preempted run resumes exactly; a non-finite loss never overwrites good weights.
+
+Reference: an uninterrupted run of 8 steps. The interrupted runs must end with the same
+weights: the data stream, the optimizer, the step count and the dropout RNG are all restored,
+so on this CPU they agree to float32 rounding (tolerance 1e-5).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
+       "--global_batch_size=8", "--train_steps=8", "--checkpoint_every=2", "--warmup_steps=2",
+       "--eval_steps=1", "--verbose=0", "--seed=3"]
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+def command(model_dir, data_dir, vocab_file, *extra):
+  return [sys.executable, "train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+          f"--model_dir={model_dir}", *RUN, *extra]
+
+
+def weights(model_dir):
+  values = {}
+  with h5py.File(os.path.join(model_dir, "model.weights.h5")) as f:
+    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
+                 if isinstance(item, h5py.Dataset) else None)
+  return values
+
+
+def wait_for(path, process, timeout=300):
+  start = time.time()
+  while not os.path.exists(path):
+    assert process.poll() is None, process.stderr.read()[-3000:]
+    assert time.time() - start < timeout, f"{path} never appeared"
+    time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, data_dir, vocab_file):
+  model_dir = str(tmp_path_factory.mktemp("uninterrupted"))
+  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return weights(model_dir)
+
+
+def assert_same_weights(expected, actual):
+  assert sorted(expected) == sorted(actual)
+  for name in expected:
+    np.testing.assert_allclose(actual[name], expected[name], atol=1e-5, err_msg=name)
+
+
+def test_sigkill_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir, vocab_file):
+  model_dir = str(tmp_path / "run")
+  process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  wait_for(os.path.join(model_dir, "checkpoints", "ckpt-4.index"), process)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
+  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Resumed from the checkpoint at step" in result.stderr
+  assert_same_weights(uninterrupted, weights(model_dir))
+
+
+def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
+  model_dir = str(tmp_path / "run")
+  process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  wait_for(os.path.join(model_dir, "checkpoints", "ckpt-2.index"), process)
+  process.send_signal(signal.SIGTERM)
+  start = time.time()
+  _, stderr = process.communicate(timeout=60)
+  assert time.time() - start < 30
+  assert process.returncode == 1
+  assert "stopped by SIGTERM at step" in stderr and "Traceback" not in stderr
+  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Resumed from the checkpoint at step" in result.stderr
+  assert_same_weights(uninterrupted, weights(model_dir))
+
+
+def test_non_finite_loss_stops_without_saving(tmp_path, data_dir, vocab_file):
+  # A learning rate of 1e12 makes the weights, then the loss, overflow within a few steps.
+  model_dir = str(tmp_path / "run")
+  result = subprocess.run(command(model_dir, data_dir, vocab_file, "--learning_rate=1e12",
+                                  "--warmup_steps=0", "--train_steps=40",
+                                  "--checkpoint_every=1"),
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert "the loss is not finite at step" in result.stderr
+  assert "Traceback" not in result.stderr
+  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))
+  import tensorflow as tf
+  latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+  if latest:  # every checkpoint that was written holds finite weights
+    reader = tf.train.load_checkpoint(latest)
+    for name in reader.get_variable_to_shape_map():
+      value = reader.get_tensor(name)
+      if np.issubdtype(np.asarray(value).dtype, np.floating):
+        assert np.isfinite(value).all(), name
