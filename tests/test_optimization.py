@@ -40,3 +40,4 @@ def test_warmup_then_linear_decay_to_zero():
 def test_warmup_longer_than_training_is_an_error():
   with pytest.raises(UserError, match="warmup_steps 20 exceeds train_steps 10"):
     create_optimizer(warmup_steps=20, train_steps=10)
+

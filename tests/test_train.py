@@ -158,6 +158,7 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
     (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
     (["--global_batch_size=0"], "must be positive"),
     (["--checkpoint_every=0"], "checkpoint_every and keep_checkpoints must be positive"),
+    (["--model_dir=/proc/bert_run"], "model_dir /proc/bert_run is not writable"),
     (["--init_checkpoint=/nonexistent/bert_model.ckpt"],
      "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
 ])
@@ -172,6 +173,12 @@ def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, messa
 
 def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):
   corpus = tmp_path / "one.txt"
+  corpus.write_text("\n \n\t\n")
+  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'run'}", *TINY])
+  assert result.returncode == 2
+  assert "the corpus has no text" in result.stderr and "Traceback" not in result.stderr
+
   corpus.write_text("Only one document here.\nIt has two sentences.\n")
   result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={vocab_file}",
                 f"--model_dir={tmp_path / 'run'}", *TINY])
