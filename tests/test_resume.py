@@ -91,14 +91,17 @@ def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir,
   assert_same_weights(uninterrupted, weights(model_dir))
 
 
-def test_non_finite_loss_stops_without_saving(tmp_path, data_dir, vocab_file):
-  # A learning rate of 1e12 makes the weights, then the loss, overflow within a few steps.
+def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir, vocab_file):
+  # A learning rate of 1e12 makes the weights, then the loss, overflow within a few steps,
+  # every time: each rollback restores the last good checkpoint and skips the batches in
+  # between, the loss overflows again, and after 3 rollbacks training stops.
   model_dir = str(tmp_path / "run")
   result = subprocess.run(command(model_dir, data_dir, vocab_file, "--learning_rate=1e12",
                                   "--warmup_steps=0", "--train_steps=40",
-                                  "--checkpoint_every=1"),
+                                  "--checkpoint_every=1", "--on_nan=rollback"),
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
   assert result.returncode == 1, result.stderr[-3000:]
+  assert result.stderr.count("rolled back to step") == 3
   assert "the loss is not finite at step" in result.stderr
   assert "Traceback" not in result.stderr
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))

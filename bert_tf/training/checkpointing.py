@@ -10,7 +10,8 @@ this is written here on `tf.train.CheckpointManager`:
   skips the batches already trained on, so it sees what an uninterrupted run would have seen.
 - SIGTERM (preemption) saves a checkpoint at the current step and stops within a step.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
-  good one.
+  good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
+  batches (the checkpoint's `data_step`, batches consumed, then runs ahead of the step).
 """
 
 import math
@@ -37,8 +38,11 @@ class Checkpointer:
   def __init__(self, directory: str, model: keras.Model, optimizer, keep: int):
     self.optimizer = optimizer
     self.model = model
+    # Steps' worth of batches consumed from the data stream: the step, plus any skipped.
+    self.data_step = tf.Variable(0, dtype=tf.int64, trainable=False)
     self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                          seed_states=_seed_states(model))
+                                          seed_states=_seed_states(model),
+                                          data_step=self.data_step)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
 
   @property
@@ -50,6 +54,11 @@ class Checkpointer:
     if self.manager.latest_checkpoint:
       self.checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
     return self.step
+
+  @property
+  def latest_step(self) -> int:
+    latest = self.manager.latest_checkpoint
+    return int(latest.rsplit("-", 1)[1]) if latest else 0
 
   def weights_are_finite(self) -> bool:
     return all(np.isfinite(np.asarray(v.numpy())).all() for v in self.model.trainable_weights)
@@ -71,11 +80,9 @@ class CheckpointEvery(keras.callbacks.Callback):
     self.every = every
     self.train_steps = train_steps
     self.stop_reason = None
+    self.non_finite = False
     self._terminated = False
     self._previous_handler = None
-
-  def on_train_begin(self, logs=None):
-    self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
 
   def on_train_end(self, logs=None):
     signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
@@ -83,12 +90,20 @@ class CheckpointEvery(keras.callbacks.Callback):
   def _on_sigterm(self, signum, frame):
     self._terminated = True
 
+  def on_train_begin(self, logs=None):
+    self.stop_reason = None
+    self.non_finite = False
+    self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+
   def on_train_batch_end(self, batch, logs=None):
     step = self.checkpointer.step
+    self.checkpointer.data_step.assign_add(1)
     loss = (logs or {}).get("loss")
     if loss is not None and not math.isfinite(float(loss)):
+      self.non_finite = True
       self.stop_reason = (f"the loss is not finite at step {step}: training stopped, nothing "
-                          "saved; the latest checkpoint is the last good one")
+                          f"saved; the latest checkpoint (step {self.checkpointer.latest_step})"
+                          " is the last good one")
       self.model.stop_training = True
       return
     if self._terminated:

@@ -75,6 +75,9 @@ def define_flags() -> None:
   flags.DEFINE_integer("checkpoint_every", d.checkpoint_every,
                        "Steps between checkpoints (a re-run resumes from the last one).")
   flags.DEFINE_integer("keep_checkpoints", d.keep_checkpoints, "Checkpoints kept.")
+  flags.DEFINE_enum("on_nan", d.on_nan, ["stop", "rollback"],
+                    "On a non-finite loss: stop (nothing saved), or roll back to the last "
+                    "checkpoint and go on after the offending batches (at most 3 times).")
   flags.DEFINE_integer("eval_steps", d.eval_steps,
                        "Batches measured for the final metrics and the held-out evaluation.")
   flags.DEFINE_integer("verbose", d.verbose, "Keras verbosity: 0 silent, 1 progress bar, "

@@ -33,6 +33,8 @@ from bert_tf.vocab import build_vocabulary
 
 log = logging.getLogger("bert_tf")
 
+MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
+
 PIPELINE_FIELDS = tuple(f.name for f in dataclasses.fields(PipelineConfig)
                         if f.name not in ("seq_length", "max_predictions_per_seq"))
 
@@ -83,6 +85,7 @@ class TrainConfig:
   steps_per_execution: int = 1
   checkpoint_every: int = 500
   keep_checkpoints: int = 3
+  on_nan: str = "stop"  # or "rollback" to the last checkpoint, skipping the bad batches
   eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
   verbose: int = 1
 
@@ -109,6 +112,8 @@ def prepare(config: TrainConfig):
     raise UserError("train_steps and global_batch_size must be positive")
   if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0:
     raise UserError("checkpoint_every and keep_checkpoints must be positive")
+  if config.on_nan not in ("stop", "rollback"):
+    raise UserError(f"unknown on_nan {config.on_nan!r}: use stop or rollback")
   PipelineConfig(seq_length=config.seq_length,
                  max_predictions_per_seq=config.max_predictions_per_seq,
                  **config.pipeline_options()).check()
@@ -208,20 +213,26 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
 
   throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
-  if start_step < config.train_steps:
-    # The stream resumes where the checkpoint left it: the batches already trained on are
+  if start_step >= config.train_steps:
+    log.info("Training already complete (step %d): measuring and exporting", start_step)
+  elif not checkpointer.latest_step:
+    checkpointer.save()  # step 0: something good to roll back to
+  guard = checkpointing.CheckpointEvery(checkpointer, config.checkpoint_every,
+                                        config.train_steps)
+  rollbacks = 0
+  while checkpointer.step < config.train_steps:
+    # The stream resumes where the checkpoint left it: the batches already consumed are
     # skipped (recomputed, at the pipeline's speed, then dropped).
+    data_step = int(checkpointer.data_step.numpy())
     train_data = strategy_lib.distribute(
         strategy,
         lambda batch_size, num_shards, shard_index, batches_per_step: _dataset(
             config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
             repeat=True, num_shards=num_shards, shard_index=shard_index
-        ).skip(start_step * batches_per_step),
+        ).skip(data_step * batches_per_step),
         config.global_batch_size)
-    guard = checkpointing.CheckpointEvery(checkpointer, config.checkpoint_every,
-                                          config.train_steps)
-    epochs, steps_per_epoch = checkpointing.intervals(start_step, config.train_steps,
-                                                      config.checkpoint_every)
+    epochs, steps_per_epoch = checkpointing.intervals(
+        checkpointer.step, config.train_steps, config.checkpoint_every)
     model.fit(
         train_data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=config.verbose,
         callbacks=[
@@ -232,10 +243,18 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
                                          every=max(1, min(20, config.train_steps // 100))),
             keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
         ])
+    if guard.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
+      rollbacks += 1
+      consumed = int(checkpointer.data_step.numpy())
+      bad_step = checkpointer.step
+      checkpointer.restore()
+      checkpointer.data_step.assign(consumed)  # go on after the offending batches
+      log.warning("The loss is not finite at step %d: rolled back to step %d, skipping the "
+                  "batches in between (rollback %d of at most %d)", bad_step,
+                  checkpointer.step, rollbacks, MAX_ROLLBACKS)
+      continue
     if guard.stop_reason:
       raise checkpointing.TrainingStopped(guard.stop_reason)
-  else:
-    log.info("Training already complete (step %d): measuring and exporting", start_step)
   model.save_weights(os.path.join(config.model_dir, trained.WEIGHTS_FILE))
 
   # Final figures on fresh batches (new pairs and masks, dropout off), so that they are the
