@@ -5,6 +5,7 @@ import json
 
 import tensorflow as tf
 
+from bert_tf import files
 from bert_tf.errors import UserError
 
 
@@ -46,8 +47,7 @@ class BertConfig:
     return dataclasses.asdict(self)
 
   def to_json_file(self, path: str) -> None:
-    with tf.io.gfile.GFile(path, "w") as f:
-      f.write(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
+    files.write_json(path, self.to_dict())
 
   @classmethod
   def from_json_file(cls, path: str) -> "BertConfig":

@@ -52,43 +52,44 @@ def uninterrupted(tmp_path_factory, data_dir, vocab_file):
   return weights(model_dir)
 
 
-def assert_same_weights(expected, actual):
-  assert sorted(expected) == sorted(actual)
-  for name in expected:
-    np.testing.assert_allclose(actual[name], expected[name], atol=1e-5, err_msg=name)
-
-
-def test_sigkill_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir, vocab_file):
-  model_dir = str(tmp_path / "run")
+def start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step):
   process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  wait_for(os.path.join(model_dir, "checkpoints", "ckpt-4.index"), process)
-  process.send_signal(signal.SIGKILL)
-  process.wait()
-  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
+  wait_for(os.path.join(model_dir, "checkpoints", f"ckpt-{step}.index"), process)
+  return process
+
+
+def rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file):
+  """Re-runs the same command: it must resume and end with the uninterrupted weights."""
   result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Resumed from the checkpoint at step" in result.stderr
-  assert_same_weights(uninterrupted, weights(model_dir))
+  resumed = weights(model_dir)
+  assert sorted(uninterrupted) == sorted(resumed)
+  for name in uninterrupted:
+    np.testing.assert_allclose(resumed[name], uninterrupted[name], atol=1e-5, err_msg=name)
+
+
+def test_sigkill_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir, vocab_file):
+  model_dir = str(tmp_path / "run")
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=4)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
+  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file)
 
 
 def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
   model_dir = str(tmp_path / "run")
-  process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  wait_for(os.path.join(model_dir, "checkpoints", "ckpt-2.index"), process)
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
   process.send_signal(signal.SIGTERM)
   start = time.time()
   _, stderr = process.communicate(timeout=60)
   assert time.time() - start < 30
   assert process.returncode == 1
   assert "stopped by SIGTERM at step" in stderr and "Traceback" not in stderr
-  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert "Resumed from the checkpoint at step" in result.stderr
-  assert_same_weights(uninterrupted, weights(model_dir))
+  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file)
 
 
 def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir, vocab_file):

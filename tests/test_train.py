@@ -171,6 +171,14 @@ def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, messa
   assert result.stderr.strip().splitlines()[-1].startswith("error: ")
 
 
+def test_checkpoint_of_another_model_is_a_clear_error(trained, vocab_file, data_dir):
+  model_dir, _ = trained
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={model_dir}", *TINY, "--config=bert_mini"])
+  assert result.returncode == 2
+  assert "does not fit this model" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):
   corpus = tmp_path / "one.txt"
   corpus.write_text("\n \n\t\n")

@@ -21,6 +21,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.errors import UserError
+
 
 class TrainingStopped(Exception):
   """Training ended early: preempted (SIGTERM) or a non-finite loss."""
@@ -51,8 +53,14 @@ class Checkpointer:
 
   def restore(self) -> int:
     """Restores the latest checkpoint, if any; returns its step (0 when starting afresh)."""
-    if self.manager.latest_checkpoint:
-      self.checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
+    latest = self.manager.latest_checkpoint
+    if latest:
+      try:
+        self.checkpoint.restore(latest).assert_existing_objects_matched()
+      except (AssertionError, ValueError, tf.errors.OpError) as e:
+        first_line = str(e).strip().splitlines()[0][:300]
+        raise UserError(f"the checkpoint {latest} does not fit this model (another --config "
+                        f"or vocabulary? use a new --model_dir): {first_line}") from None
     return self.step
 
   @property

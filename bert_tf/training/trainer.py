@@ -174,18 +174,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   `checkpointing.TrainingStopped` when preempted or on a non-finite loss.
   """
   vocabulary, bert_config = prepare(config)
-  if flags_text:
-    files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
   keras.utils.set_random_seed(config.seed)
   strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size)
-  # What exports need, kept beside the weights so that model_dir stands alone.
-  bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
-  files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
-                   dataclasses.asdict(config))
-  vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
-  if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
-    tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
 
   with strategy.scope():
     model = pretraining_model(bert_config)
@@ -211,6 +202,17 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         load_huggingface(model, bert_config, config.init_checkpoint)
       else:
         load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
+
+  # Written once the checkpoint (if any) is known to fit: what exports need, kept beside the
+  # weights so that model_dir stands alone, and the command line as a flagfile.
+  bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
+  files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
+                   dataclasses.asdict(config))
+  vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
+  if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
+    tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
+  if flags_text:
+    files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
 
   throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
   if start_step >= config.train_steps:
