@@ -30,7 +30,7 @@ def example_text(tokens, features, labels, weights, row) -> str:
                                         labels["mlm"][row], weights["mlm"][row]):
     if weight:
       word, shown = tokens[original], tokens[ids[position]]
-      marks[position] = (f"=" + word + "=" if ids[position] == original else
+      marks[position] = ("=" + word + "=" if ids[position] == original else
                          f"[MASK]({word})" if shown == "[MASK]" else f"{{{shown}}}({word})")
   words = []
   for position, token_id in enumerate(ids):
@@ -92,7 +92,6 @@ class Statistics:
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
   from bert_tf.data.pipeline import pretraining_dataset
-  from bert_tf.data.tokenization import Vocabulary
   from bert_tf.training.trainer import prepare
 
   vocabulary, _ = prepare(config)

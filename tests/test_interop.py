@@ -1,7 +1,6 @@
 """Interop with Hugging Face transformers (torch, CPU), original BERT checkpoints and keras-hub:
 same weights, same outputs, same token ids."""
 
-import json
 import os
 
 import numpy as np

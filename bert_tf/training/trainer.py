@@ -12,7 +12,6 @@ import logging
 import os
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
