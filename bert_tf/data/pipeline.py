@@ -19,9 +19,6 @@ from bert_tf.data import corpus, masking, pairing
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
-FEATURE_NAMES = ("token_ids", "segment_ids", "padding_mask", "masked_positions")
-
-
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
   """How examples are made; field names are the `train.py` flag names."""

@@ -53,15 +53,15 @@ class TrainConfig:
   vocab_file: str = "data/vocab.txt"
   vocab_size: int = 8000  # Only when the vocabulary is built here.
   model_dir: str = "runs/quickstart"
-  # Pipeline (see PipelineConfig).
-  input_format: str = "sentence_per_line"
-  do_lower_case: bool = True
-  seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  masked_lm_prob: float = 0.15
-  short_seq_prob: float = 0.1
-  whole_word_masking: bool = False
-  nsp: bool = True
+  # Pipeline: PipelineConfig's fields that are flags, with its defaults.
+  input_format: str = PipelineConfig.input_format
+  do_lower_case: bool = PipelineConfig.do_lower_case
+  seq_length: int = PipelineConfig.seq_length
+  max_predictions_per_seq: int = PipelineConfig.max_predictions_per_seq
+  masked_lm_prob: float = PipelineConfig.masked_lm_prob
+  short_seq_prob: float = PipelineConfig.short_seq_prob
+  whole_word_masking: bool = PipelineConfig.whole_word_masking
+  nsp: bool = PipelineConfig.nsp
   # Model.
   config: str = "bert_tiny"
   init_checkpoint: str = ""  # Original BERT (TF1) checkpoint or Hugging Face directory.
