@@ -1,20 +1,51 @@
-"""The masked-LM loss (SPEC §7): cross-entropy over real masked positions only.
+"""The pre-training losses (SPEC §7) and their normalisation over the global batch.
 
-Keras's default reduction divides by every prediction slot, padding slots included; BERT
-divides by the number of real masked tokens (`sum(w * ce) / sum(w)`), which is Keras's
-`mean_with_sample_weight` reduction once the padding slots have weight 0. The seed document's
-summed form (`-sum log p` over masked tokens) is the `sum` reduction.
+L_MLM is the cross-entropy over real masked tokens divided by their number (`sum(w * ce) /
+sum(w)`), or, with `mlm_loss_reduction="sum"`, the seed document's summed form; L_NSP is the
+mean over examples. Both are normalised over the *global* batch of one optimizer update (all
+replicas, all accumulated parts), not per replica: Keras's `mean_with_sample_weight` would
+average per-replica means, which weighs a replica's tokens by how few masked tokens it drew.
+
+So both Keras losses sum (`reduction="sum"`), and `normalised_sample_weights` turns each
+example's weights into its share of the global loss. Summed over replicas (the optimizer's
+all-reduce) and averaged over accumulated parts (the training step), the parts' losses and
+gradients are exactly those of the global batch.
 """
 
 import keras
+import tensorflow as tf
 
 from bert_tf.errors import UserError
 
-REDUCTIONS = {"mean": "mean_with_sample_weight", "sum": "sum"}
+MLM_REDUCTIONS = ("mean", "sum")
 
 
 def masked_lm_loss(reduction: str = "mean") -> keras.losses.Loss:
-  if reduction not in REDUCTIONS:
+  """The MLM loss to compile with; `reduction` is applied by `normalised_sample_weights`."""
+  if reduction not in MLM_REDUCTIONS:
     raise UserError(f"unknown MLM loss reduction {reduction!r}: use 'mean' or 'sum'")
   return keras.losses.SparseCategoricalCrossentropy(
-      from_logits=True, reduction=REDUCTIONS[reduction], name="mlm_loss")
+      from_logits=True, reduction="sum", name="mlm_loss")
+
+
+def next_sentence_loss() -> keras.losses.Loss:
+  return keras.losses.SparseCategoricalCrossentropy(
+      from_logits=True, reduction="sum", name="nsp_loss")
+
+
+def _global_sum(value):
+  context = tf.distribute.get_replica_context()
+  return context.all_reduce(tf.distribute.ReduceOp.SUM, value) if context else value
+
+
+def normalised_sample_weights(sample_weight: dict, mlm_loss_reduction: str,
+                              parts: int = 1) -> dict:
+  """Weights for one replica's batch that make its summed losses its share of the global
+  losses, times `parts` (the batch is then split into `parts` accumulated parts, whose losses
+  the training step averages; Keras reports each part's loss, so each must be full-sized)."""
+  mlm = tf.cast(sample_weight["mlm"], tf.float32)
+  nsp = tf.cast(sample_weight["nsp"], tf.float32)
+  if mlm_loss_reduction == "mean":
+    mlm = tf.math.divide_no_nan(mlm, _global_sum(tf.reduce_sum(mlm)))
+  nsp = tf.math.divide_no_nan(nsp, _global_sum(tf.reduce_sum(nsp)))
+  return {"mlm": mlm * parts, "nsp": nsp * parts}

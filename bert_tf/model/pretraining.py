@@ -5,13 +5,14 @@ import keras_hub
 
 from bert_tf.config import BertConfig
 from bert_tf.model import encoder as encoder_lib
-from bert_tf.model.loss import masked_lm_loss
+from bert_tf.model.loss import masked_lm_loss, next_sentence_loss
+from bert_tf.model.train_step import PretrainingModel
 
 FEATURE_NAMES = encoder_lib.INPUT_NAMES + ("masked_positions",)
 
 
-def pretraining_model(config: BertConfig) -> keras.Model:
-  """A Keras functional model: features (SPEC §5) -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
+def pretraining_model(config: BertConfig) -> PretrainingModel:
+  """A Keras functional model (with BERT's training step, see `train_step.py`): features (SPEC §5) -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
 
   The MLM head gathers the masked positions before projecting onto the vocabulary with the
   token embedding matrix (tied), so the projection costs P, not S, rows per sequence. Both
@@ -39,17 +40,24 @@ def pretraining_model(config: BertConfig) -> keras.Model:
                       mask_positions=inputs["masked_positions"]),  # [batch, P, vocab]
       "nsp": nsp_head(encoded["pooled_output"]),  # [batch, 2]; class 1 = IsNext
   }
-  return keras.Model(inputs, outputs, name="bert_pretraining")
+  return PretrainingModel(inputs, outputs, name="bert_pretraining")
 
 
-def compile_for_pretraining(model: keras.Model, optimizer, *, mlm_loss_weight: float = 1.0,
-                            nsp_loss_weight: float = 1.0, mlm_loss_reduction: str = "mean",
-                            jit_compile="auto", steps_per_execution: int = 1) -> keras.Model:
-  """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (SPEC §7) and the four metrics."""
+def compile_for_pretraining(model: PretrainingModel, optimizer, *,
+                            mlm_loss_weight: float = 1.0, nsp_loss_weight: float = 1.0,
+                            mlm_loss_reduction: str = "mean",
+                            gradient_accumulation_steps: int = 1, jit_compile="auto",
+                            steps_per_execution: int = 1) -> PretrainingModel:
+  """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (SPEC §7) and the four metrics.
+
+  Each optimizer update takes one batch, split into `gradient_accumulation_steps` parts.
+  """
+  model.mlm_loss_reduction = mlm_loss_reduction
+  model.gradient_accumulation_steps = gradient_accumulation_steps
   model.compile(
       optimizer=optimizer,
       loss={"mlm": masked_lm_loss(mlm_loss_reduction),
-            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+            "nsp": next_sentence_loss()},
       loss_weights={"mlm": mlm_loss_weight, "nsp": nsp_loss_weight},
       weighted_metrics={
           "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],

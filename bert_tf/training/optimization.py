@@ -1,12 +1,25 @@
-"""Optimiser and learning-rate schedule with original BERT's defaults (SPEC §8)."""
+"""Optimisers and learning-rate schedule with original BERT's defaults (SPEC §8).
+
+Written here, because Keras's own differ where it matters:
+- Keras clips each replica's gradients before they are summed across replicas, so under two
+  replicas `global_clipnorm` clips two half-gradients: another update than on one device.
+  Ours clip the summed (global-batch) gradient, the same update for any number of replicas.
+- Keras's `Lamb` decays weights outside the trust ratio; the LAMB paper (You et al. 2019,
+  Algorithm 2) puts the decay inside it: `w -= lr * (|w| / |u|) * u` with
+  `u = m_hat / (sqrt(v_hat) + eps) + decay * w`.
+"""
 
 import keras
+import tensorflow as tf
 
 from bert_tf.errors import UserError
 
+OPTIMIZERS = ("adamw", "lamb")
+
 # Layer-norm scales and offsets (`gamma`, `beta`) and every bias (`bias`, the MLM head's
-# `output_bias`) are not decayed. Keras matches these patterns against the short variable
-# name, so the classic list ["LayerNorm", "layer_norm", "bias"] would miss the layer norms.
+# `output_bias`) are not decayed (and, with LAMB, not layer-adapted). Keras matches these
+# patterns against the short variable name, so the classic list ["LayerNorm", "layer_norm",
+# "bias"] would miss the layer norms.
 NO_DECAY_PATTERNS = ["gamma", "beta", "bias"]
 
 
@@ -32,18 +45,80 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "train_steps": self.train_steps}
 
 
+class _ClipsSummedGradients:
+  """Global-norm clipping of the gradients once summed over replicas (see the module doc)."""
+
+  def __init__(self, *args, clip_norm: float = 1.0, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.clip_norm = clip_norm
+
+  def _clip_gradients(self, grads):
+    return grads  # Per replica: too early. Done in _all_reduce_sum_gradients.
+
+  def _all_reduce_sum_gradients(self, grads_and_vars):
+    grads_and_vars = super()._all_reduce_sum_gradients(grads_and_vars)
+    if not self.clip_norm:
+      return grads_and_vars
+    grads, variables = zip(*grads_and_vars)
+    present = [g for g in grads if g is not None]
+    clipped = iter(tf.clip_by_global_norm(present, self.clip_norm)[0])
+    return [(None if g is None else next(clipped), v) for g, v in zip(grads, variables)]
+
+  def get_config(self):
+    return {**super().get_config(), "clip_norm": self.clip_norm}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class AdamW(_ClipsSummedGradients, keras.optimizers.AdamW):
+  """Keras's AdamW (decoupled weight decay, as BERT's `AdamWeightDecayOptimizer`)."""
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Lamb(_ClipsSummedGradients, keras.optimizers.Lamb):
+  """LAMB as in the paper: decay inside the trust ratio; layer norms and biases take a plain
+  Adam step, neither decayed nor layer-adapted (as NVIDIA's BERT LAMB)."""
+
+  def __init__(self, *args, decay_rate: float = 0.01, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.decay_rate = decay_rate
+
+  def update_step(self, gradient, variable, learning_rate):
+    learning_rate = tf.cast(learning_rate, variable.dtype)
+    gradient = tf.cast(gradient, variable.dtype)
+    step = tf.cast(self.iterations + 1, variable.dtype)
+    index = self._get_variable_index(variable)
+    m, v = self._momentums[index], self._velocities[index]
+    self.assign_add(m, (gradient - m) * (1 - self.beta_1))
+    self.assign_add(v, (tf.square(gradient) - v) * (1 - self.beta_2))
+    m_hat = m / (1 - tf.pow(tf.cast(self.beta_1, variable.dtype), step))
+    v_hat = v / (1 - tf.pow(tf.cast(self.beta_2, variable.dtype), step))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if self._use_weight_decay(variable):
+      update += self.decay_rate * variable
+      weight_norm, update_norm = tf.norm(variable), tf.norm(update)
+      trust_ratio = tf.where((weight_norm > 0) & (update_norm > 0),
+                             weight_norm / update_norm, tf.ones_like(weight_norm))
+      update *= trust_ratio
+    self.assign_sub(variable, learning_rate * update)
+
+  def get_config(self):
+    return {**super().get_config(), "decay_rate": self.decay_rate}
+
+
 def create_optimizer(name: str = "adamw", *, learning_rate: float = 1e-4,
                      warmup_steps: int = 10_000, train_steps: int = 1_000_000,
                      weight_decay: float = 0.01, clip_norm: float = 1.0):
-  """AdamW (β 0.9/0.999, ε 1e-6), decay 0.01 except layer norms and biases, global-norm
-  clipping, warm-up then linear decay: original BERT's optimiser."""
+  """BERT's optimiser: β 0.9/0.999, ε 1e-6, decay 0.01 except layer norms and biases,
+  global-norm clipping at 1.0, warm-up then linear decay. `name`: adamw or lamb."""
+  if name not in OPTIMIZERS:
+    raise UserError(f"unknown optimizer {name!r}: use one of {', '.join(OPTIMIZERS)}")
   if warmup_steps > train_steps:
     raise UserError(f"warmup_steps {warmup_steps} exceeds train_steps {train_steps}")
-  schedule = WarmupLinearDecay(learning_rate, warmup_steps, train_steps)
-  if name != "adamw":
-    raise UserError(f"unknown optimizer {name!r}: use 'adamw'")
-  optimizer = keras.optimizers.AdamW(
-      learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
-      epsilon=1e-6, global_clipnorm=clip_norm if clip_norm > 0 else None)
+  common = dict(learning_rate=WarmupLinearDecay(learning_rate, warmup_steps, train_steps),
+                beta_1=0.9, beta_2=0.999, epsilon=1e-6, clip_norm=clip_norm)
+  if name == "adamw":
+    optimizer = AdamW(weight_decay=weight_decay, **common)
+  else:
+    optimizer = Lamb(decay_rate=weight_decay, **common)
   optimizer.exclude_from_weight_decay(var_names=NO_DECAY_PATTERNS)
   return optimizer

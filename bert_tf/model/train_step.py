@@ -1,0 +1,103 @@
+"""`PretrainingModel`: the functional pre-training model with the training step BERT needs.
+
+Keras's own `train_step` is replaced, for what Keras does not do:
+- the losses are normalised over the global batch of one optimizer update (see `loss.py`);
+- gradient accumulation inside one step: the replica's batch is split into
+  `gradient_accumulation_steps` parts whose gradients are summed in a `tf.while_loop`, then
+  applied once. Keras's optimizer option fails under `MirroredStrategy` (keras#20582); here
+  nothing crosses replicas until the one `apply_gradients`, so it works under every strategy,
+  and `optimizer.iterations` (hence the learning-rate schedule) counts updates.
+
+And two Keras 3.15 failures under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §6), mended:
+- `_maybe_symbolic_build` averages the first distributed batch across workers, which cannot
+  be done on per-replica values: the first local replica's batch is used instead.
+- `fit` reduces each scalar log with `strategy.reduce("MEAN", log, axis=0)`, invalid for a
+  scalar: under multi-worker the step returns each log as a vector of one.
+"""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.model import loss as loss_lib
+
+
+def _is_multi_worker(strategy) -> bool:
+  return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class PretrainingModel(keras.Model):
+  """Takes `(features, labels, sample_weights)` batches as `pretraining_dataset` makes them;
+  compile it with `compile_for_pretraining`, whose summed losses this step normalises."""
+
+  gradient_accumulation_steps = 1
+  mlm_loss_reduction = "mean"
+
+  def _losses_and_metrics(self, x, y, sample_weight, loss_weights, training):
+    """Forward pass; updates the metrics; returns the (loss-scaled) total loss."""
+    y_pred = self(x, training=training)
+    loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=loss_weights,
+                             training=training)
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    # As Keras's own step: the total as a replica sees it, averaged over replicas.
+    self._loss_tracker.update_state(loss * replicas,
+                                    sample_weight=tf.shape(x["token_ids"])[0])
+    self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)  # real masks weigh
+    return self.optimizer.scale_loss(loss) if training else loss
+
+  def _gradients(self, x, y, sample_weight, loss_weights):
+    with tf.GradientTape() as tape:
+      loss = self._losses_and_metrics(x, y, sample_weight, loss_weights, training=True)
+    gradients = tape.gradient(loss, self.trainable_variables)
+    # Dense: the embeddings' sparse gradients cannot be all-reduced when the replicas' differ
+    # in size, and the optimizers update them densely anyway.
+    return [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+            for g, v in zip(gradients, self.trainable_variables)]
+
+  def _accumulated_gradients(self, data, parts: int):
+    """Sum over `parts` equal slices of the batch of each slice's gradients, over `parts`."""
+    sliced = tf.nest.map_structure(
+        lambda t: tf.reshape(t, tf.concat([[parts, -1], tf.shape(t)[1:]], 0)), data)
+
+    def accumulate(part, total):
+      gradients = self._gradients(*tf.nest.map_structure(lambda t: t[part], sliced))
+      return part + 1, [a + g for a, g in zip(total, gradients)]
+
+    zeros = [tf.zeros(v.shape, v.dtype) for v in self.trainable_variables]
+    _, total = tf.while_loop(lambda part, _: part < parts, accumulate,
+                             (tf.constant(0), zeros))
+    return [g / parts for g in total]
+
+  def train_step(self, data):
+    x, y, sample_weight = data
+    parts = self.gradient_accumulation_steps
+    loss_weights = loss_lib.normalised_sample_weights(sample_weight, self.mlm_loss_reduction,
+                                                      parts)
+    if parts == 1:
+      gradients = self._gradients(x, y, sample_weight, loss_weights)
+    else:
+      gradients = self._accumulated_gradients((x, y, sample_weight, loss_weights), parts)
+    self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+    return self._logs()
+
+  def test_step(self, data):
+    x, y, sample_weight = data
+    loss_weights = loss_lib.normalised_sample_weights(sample_weight, self.mlm_loss_reduction)
+    self._losses_and_metrics(x, y, sample_weight, loss_weights, training=False)
+    return self._logs()
+
+  def _logs(self):
+    logs = self.get_metrics_result()
+    if _is_multi_worker(self.distribute_strategy):
+      return {name: tf.reshape(value, [1]) for name, value in logs.items()}
+    return logs
+
+  def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+    if iterator is None or not _is_multi_worker(self.distribute_strategy):
+      return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+    for _, _, batches in iterator:
+      data_batch = tf.nest.map_structure(
+          lambda v: self.distribute_strategy.experimental_local_results(v)[0], next(batches))
+      break
+    with self.distribute_strategy.scope():
+      self._symbolic_build(data_batch=data_batch)

@@ -1,0 +1,101 @@
+"""One optimizer update is the same however the global batch is split: on one device, over two
+replicas (MirroredStrategy on two logical CPUs), into accumulated parts, or both.
+
+Runs in a subprocess, because logical devices must be set before TensorFlow starts. The batch
+has a different number of masked tokens in every example, so a per-replica or per-part mean
+(instead of the global one) would show. Plain SGD with learning rate 1 makes the update the
+gradient itself (Adam's first step hides the scale); a clipped SGD with our clipping shows that
+the clipped norm is the global gradient's; AdamW runs three real steps.
+
+Tolerance: 1e-5 of the largest update (float32 sums in another order); 1e-4 with AdamW, which
+divides each element by its own gradient's magnitude and so magnifies that noise where a
+gradient is near zero.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+SCRIPT = r"""
+import json
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+import keras
+from bert_tf.config import BertConfig
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.training import optimization
+
+CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
+                                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+BATCH, SEQ, SLOTS = 8, 16, 6
+rng = np.random.default_rng(3)
+masked = [6, 1, 2, 5, 1, 1, 3, 6]  # replica 0 draws 14 masked tokens, replica 1 draws 11
+positions = np.zeros((BATCH, SLOTS), "int32")
+weights = np.zeros((BATCH, SLOTS), "float32")
+for row, count in enumerate(masked):
+  positions[row, :count] = np.sort(rng.choice(np.arange(1, SEQ), count, replace=False))
+  weights[row, :count] = 1
+features = {"token_ids": rng.integers(5, 60, (BATCH, SEQ)).astype("int32"),
+            "segment_ids": (np.arange(SEQ) >= 8).astype("int32")[None].repeat(BATCH, 0),
+            "padding_mask": np.ones((BATCH, SEQ), "int32"),
+            "masked_positions": positions}
+labels = {"mlm": (rng.integers(5, 60, (BATCH, SLOTS)) * (weights > 0)).astype("int32"),
+          "nsp": rng.integers(0, 2, BATCH).astype("int32")}
+sample_weights = {"mlm": weights, "nsp": np.ones(BATCH, "float32")}
+data = tf.data.Dataset.from_tensors((features, labels, sample_weights)).repeat()
+keras.utils.set_random_seed(0)
+initial = pretraining_model(CONFIG).get_weights()
+
+class ClippedSGD(optimization._ClipsSummedGradients, keras.optimizers.SGD):
+  pass
+
+OPTIMIZERS = {
+    "sgd": lambda: keras.optimizers.SGD(learning_rate=1.0),
+    "clipped_sgd": lambda: ClippedSGD(learning_rate=1.0, clip_norm=0.05),
+    "adamw": lambda: optimization.create_optimizer(learning_rate=1e-3, warmup_steps=0,
+                                                   train_steps=10),
+}
+
+def update(optimizer, strategy, parts, steps):
+  with strategy.scope():
+    model = pretraining_model(CONFIG)
+    model.set_weights(initial)
+    compile_for_pretraining(model, OPTIMIZERS[optimizer](), gradient_accumulation_steps=parts)
+  logs = model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0).history
+  return ([w - w0 for w, w0 in zip(model.get_weights(), initial)],
+          {name: values[0] for name, values in logs.items()})
+
+results = {}
+for optimizer, steps in (("sgd", 1), ("clipped_sgd", 1), ("adamw", 3)):
+  reference, reference_logs = update(optimizer, tf.distribute.get_strategy(), 1, steps)
+  scale = max(np.abs(d).max() for d in reference)
+  for name, strategy, parts in (
+      ("two_replicas", tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), 1),
+      ("accumulated", tf.distribute.get_strategy(), 2),
+      ("accumulated_four", tf.distribute.get_strategy(), 4),
+      ("both", tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), 2)):
+    if optimizer != "sgd" and name in ("accumulated_four", "both"):
+      continue
+    deltas, logs = update(optimizer, strategy, parts, steps)
+    results[f"{optimizer}/{name}"] = {
+        "update": float(max(np.abs(d - r).max() for d, r in zip(deltas, reference)) / scale),
+        "logs": float(max(abs(logs[k] - reference_logs[k]) for k in reference_logs))}
+  results[f"{optimizer}/scale"] = float(scale)
+print(json.dumps(results))
+"""
+
+
+def test_one_update_is_the_same_however_the_batch_is_split(tmp_path):
+  result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                          timeout=900, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  results = json.loads(result.stdout.strip().splitlines()[-1])
+  assert results["sgd/scale"] > 1e-3  # the update is not trivially zero
+  for name, found in results.items():
+    if not name.endswith("/scale"):
+      assert found["update"] < (1e-4 if name.startswith("adamw") else 1e-5), (name, found)
+      assert found["logs"] < 1e-4, (name, found)  # losses and accuracies
