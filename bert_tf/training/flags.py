@@ -5,6 +5,8 @@ import dataclasses
 from absl import flags
 
 from bert_tf.data.corpus import INPUT_FORMATS
+from bert_tf.training import precision
+from bert_tf.training.optimization import OPTIMIZERS
 from bert_tf.training.strategy import STRATEGIES
 from bert_tf.training.trainer import TrainConfig
 
@@ -57,19 +59,30 @@ def define_flags() -> None:
   flags.DEFINE_enum("mlm_loss_reduction", d.mlm_loss_reduction, ["mean", "sum"],
                     "mean: over real masked tokens (BERT). sum: the seed's summed form.")
   # === Optimisation ===
-  flags.DEFINE_enum("optimizer", d.optimizer, ["adamw"], "Optimiser.")
+  flags.DEFINE_enum("optimizer", d.optimizer, list(OPTIMIZERS),
+                    "adamw (BERT's), or lamb for large batches (the paper's trust ratio).")
   flags.DEFINE_integer("global_batch_size", d.global_batch_size,
-                       "Examples per optimizer update, across all replicas.")
+                       "Examples per optimizer update, across all replicas and accumulated "
+                       "parts.")
+  flags.DEFINE_integer("gradient_accumulation_steps", d.gradient_accumulation_steps,
+                       "Parts each replica's batch is split into, their gradients summed "
+                       "before one update: the same update in less memory.")
   flags.DEFINE_integer("train_steps", d.train_steps, "Optimizer updates in all.")
   flags.DEFINE_float("learning_rate", d.learning_rate, "Peak learning rate.")
   flags.DEFINE_integer("warmup_steps", d.warmup_steps, "Linear warm-up steps.")
   flags.DEFINE_float("weight_decay", d.weight_decay,
-                     "AdamW decoupled weight decay (not on layer norms and biases).")
+                     "Decoupled weight decay (not on layer norms and biases).")
+  flags.DEFINE_float("clip_norm", d.clip_norm,
+                     "Clip the global batch's gradient to this global norm (0: no clipping).")
   # === Execution ===
   flags.DEFINE_integer("seed", d.seed, "Seed of the data stream and the initial weights.")
   flags.DEFINE_enum("strategy", d.strategy, list(STRATEGIES), "tf.distribute strategy.")
   flags.DEFINE_string("tpu", d.tpu, "TPU name or address for --strategy=tpu.")
-  flags.DEFINE_bool("jit_compile", d.jit_compile, "Compile the train step with XLA.")
+  flags.DEFINE_enum("mixed_precision", d.mixed_precision, list(precision.POLICIES),
+                    "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, "
+                    "logits and losses stay float32.")
+  flags.DEFINE_bool("jit_compile", d.jit_compile, "Compile the train step with XLA (Keras "
+                    "leaves it off under any tf.distribute strategy unless asked).")
   flags.DEFINE_integer("steps_per_execution", d.steps_per_execution,
                        "Train steps per call into the graph.")
   flags.DEFINE_integer("checkpoint_every", d.checkpoint_every,

@@ -1,8 +1,13 @@
 """The `tf.distribute` strategy named by `--strategy`, and input sharded for it."""
 
+import logging
+import os
+
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
@@ -22,11 +27,28 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
   raise UserError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)}")
 
 
-def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: int) -> int:
+def worker_model_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
+  """Where this worker writes: `model_dir` on the chief (worker 0), and its own subdirectory
+  on the others, so that workers sharing a file system never write the same files (every
+  worker saves, as collective training requires; only the chief's copy is the user's)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+    return model_dir
+  if resolver.task_type in ("chief", None) or (
+      resolver.task_type == "worker" and resolver.task_id == 0
+      and "chief" not in resolver.cluster_spec().as_dict()):
+    return model_dir
+  return os.path.join(model_dir, "workers", f"{resolver.task_type}-{resolver.task_id}")
+
+
+def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: int,
+                           accumulation_steps: int = 1) -> int:
+  """Examples each replica takes per optimizer update (then split into accumulated parts)."""
   replicas = strategy.num_replicas_in_sync
-  if global_batch_size % replicas:
+  if global_batch_size % (replicas * accumulation_steps):
     raise UserError(
-        f"global_batch_size {global_batch_size} is not divisible by the {replicas} replicas")
+        f"global_batch_size {global_batch_size} is not divisible by the {replicas} replicas"
+        + (f" times {accumulation_steps} accumulation steps" if accumulation_steps > 1 else ""))
   return global_batch_size // replicas
 
 
@@ -40,8 +62,11 @@ def distribute(strategy: tf.distribute.Strategy, make_dataset, global_batch_size
   batch_size = per_replica_batch_size(strategy, global_batch_size)
   if strategy.num_replicas_in_sync == 1:
     return make_dataset(batch_size, 1, 0, 1)
-  return strategy.distribute_datasets_from_function(
-      lambda context: make_dataset(
-          context.get_per_replica_batch_size(global_batch_size),
-          context.num_input_pipelines, context.input_pipeline_id,
-          context.num_replicas_in_sync // context.num_input_pipelines))
+
+  def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    log.info("Input pipeline %d of %d, %d examples per replica", context.input_pipeline_id,
+             context.num_input_pipelines, batch_size)
+    return make_dataset(batch_size, context.num_input_pipelines, context.input_pipeline_id,
+                        context.num_replicas_in_sync // context.num_input_pipelines)
+
+  return strategy.distribute_datasets_from_function(pipeline)

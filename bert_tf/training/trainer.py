@@ -27,7 +27,8 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
                                             load_tf1_checkpoint)
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, optimization, report, strategy as strategy_lib
+from bert_tf.training import checkpointing, optimization, precision, report
+from bert_tf.training import strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
 log = logging.getLogger("bert_tf")
@@ -72,14 +73,17 @@ class TrainConfig:
   # Optimisation.
   optimizer: str = "adamw"
   global_batch_size: int = 16
+  gradient_accumulation_steps: int = 1
   train_steps: int = 2000
   learning_rate: float = 1e-3
   warmup_steps: int = 200
   weight_decay: float = 0.01
+  clip_norm: float = 1.0
   # Execution.
   seed: int = 0
   strategy: str = "default"
   tpu: str = ""
+  mixed_precision: str = "none"
   jit_compile: bool = False
   steps_per_execution: int = 1
   checkpoint_every: int = 500
@@ -107,10 +111,17 @@ def prepare(config: TrainConfig):
 
   Builds the vocabulary first when `vocab_file` does not exist yet.
   """
-  if config.train_steps <= 0 or config.global_batch_size <= 0:
-    raise UserError("train_steps and global_batch_size must be positive")
+  if min(config.train_steps, config.global_batch_size, config.gradient_accumulation_steps) <= 0:
+    raise UserError("train_steps, global_batch_size and gradient_accumulation_steps must be "
+                    "positive")
   if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0:
     raise UserError("checkpoint_every and keep_checkpoints must be positive")
+  if config.optimizer not in optimization.OPTIMIZERS:
+    raise UserError(f"unknown optimizer {config.optimizer!r}: use one of "
+                    f"{', '.join(optimization.OPTIMIZERS)}")
+  if config.mixed_precision not in precision.POLICIES:
+    raise UserError(f"unknown mixed_precision {config.mixed_precision!r}: use one of "
+                    f"{', '.join(precision.POLICIES)}")
   if config.on_nan not in ("stop", "rollback"):
     raise UserError(f"unknown on_nan {config.on_nan!r}: use stop or rollback")
   PipelineConfig(seq_length=config.seq_length,
@@ -172,22 +183,27 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   `flags_text`, the command line as a flagfile, is kept as `model_dir/flags.txt`. Raises
   `checkpointing.TrainingStopped` when preempted or on a non-finite loss.
   """
+  # First: a multi-worker strategy must exist before any other TensorFlow op.
+  strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
+  config = dataclasses.replace(
+      config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
   vocabulary, bert_config = prepare(config)
   keras.utils.set_random_seed(config.seed)
-  strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
-  strategy_lib.per_replica_batch_size(strategy, config.global_batch_size)
+  strategy_lib.per_replica_batch_size(strategy, config.global_batch_size,
+                                      config.gradient_accumulation_steps)
 
-  with strategy.scope():
+  with strategy.scope(), precision.policy(config.mixed_precision):
     model = pretraining_model(bert_config)
-    optimizer = optimization.create_optimizer(
-        config.optimizer, learning_rate=config.learning_rate,
-        warmup_steps=config.warmup_steps, train_steps=config.train_steps,
-        weight_decay=config.weight_decay)
     compile_for_pretraining(
-        model, optimizer, mlm_loss_weight=config.mlm_loss_weight,
-        nsp_loss_weight=config.nsp_loss_weight,
+        model, optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate,
+            warmup_steps=config.warmup_steps, train_steps=config.train_steps,
+            weight_decay=config.weight_decay, clip_norm=config.clip_norm),
+        mlm_loss_weight=config.mlm_loss_weight, nsp_loss_weight=config.nsp_loss_weight,
         mlm_loss_reduction=config.mlm_loss_reduction,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
         jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    optimizer = model.optimizer  # With fp16, wrapped in a loss-scale optimizer.
     optimizer.build(model.trainable_variables)
     checkpointer = checkpointing.Checkpointer(
         os.path.join(config.model_dir, "checkpoints"), model, optimizer,
