@@ -161,6 +161,9 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
     (["--model_dir=/proc/bert_run"], "model_dir /proc/bert_run is not writable"),
     (["--init_checkpoint=/nonexistent/bert_model.ckpt"],
      "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
+    (["--decay_steps=3"], "decay_steps 3 is before train_steps 6"),
+    (["--gradient_accumulation_steps=3"],
+     "global_batch_size 8 is not divisible by the 1 replicas times 3 accumulation steps"),
 ])
 def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, message):
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",

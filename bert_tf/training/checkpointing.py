@@ -15,6 +15,7 @@ this is written here on `tf.train.CheckpointManager`:
 """
 
 import math
+import os
 import signal
 
 import keras
@@ -22,6 +23,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+
+
+CHECKPOINTS = "checkpoints"  # under model_dir
+
+
+def is_training_directory(path: str) -> bool:
+  """A bert_tf model_dir with at least one checkpoint."""
+  return tf.io.gfile.exists(os.path.join(path, CHECKPOINTS, "checkpoint"))
 
 
 class TrainingStopped(Exception):
@@ -61,6 +70,19 @@ class Checkpointer:
         first_line = str(e).strip().splitlines()[0][:300]
         raise UserError(f"the checkpoint {latest} does not fit this model (another --config "
                         f"or vocabulary? use a new --model_dir): {first_line}") from None
+    return self.step
+
+  def continue_from(self, model_dir: str) -> int:
+    """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of
+    another run's latest checkpoint: phase 2 going on from phase 1. Returns that step."""
+    latest = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINTS))
+    try:
+      tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(
+          latest).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+      first_line = str(e).strip().splitlines()[0][:300]
+      raise UserError(f"the checkpoint {latest} does not fit this model (another --config or "
+                      f"vocabulary?): {first_line}") from None
     return self.step
 
   @property

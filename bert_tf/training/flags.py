@@ -51,7 +51,9 @@ def define_flags() -> None:
                       "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
                       "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.")
   flags.DEFINE_string("init_checkpoint", d.init_checkpoint,
-                      "Start from these weights (both heads): an original BERT checkpoint "
+                      "Start from these weights (both heads): a bert_tf model_dir (its "
+                      "optimizer and step too: phase 2 after phase 1), an original BERT "
+                      "checkpoint "
                       "(bert_model.ckpt prefix or its directory, with bert_config.json) or a "
                       "Hugging Face BertForPreTraining directory. Must match --config.")
   flags.DEFINE_float("mlm_loss_weight", d.mlm_loss_weight, "Weight of the MLM loss.")
@@ -67,7 +69,12 @@ def define_flags() -> None:
   flags.DEFINE_integer("gradient_accumulation_steps", d.gradient_accumulation_steps,
                        "Parts each replica's batch is split into, their gradients summed "
                        "before one update: the same update in less memory.")
-  flags.DEFINE_integer("train_steps", d.train_steps, "Optimizer updates in all.")
+  flags.DEFINE_integer("train_steps", d.train_steps,
+                       "Train until this optimizer update (counted from the first phase's "
+                       "start when going on from another run with --init_checkpoint).")
+  flags.DEFINE_integer("decay_steps", d.decay_steps,
+                       "The update at which the learning rate reaches 0 (0: --train_steps). "
+                       "Phase 1 of a two-phase run stops before it; phase 2 goes on.")
   flags.DEFINE_float("learning_rate", d.learning_rate, "Peak learning rate.")
   flags.DEFINE_integer("warmup_steps", d.warmup_steps, "Linear warm-up steps.")
   flags.DEFINE_float("weight_decay", d.weight_decay,

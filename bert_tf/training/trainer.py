@@ -75,6 +75,7 @@ class TrainConfig:
   global_batch_size: int = 16
   gradient_accumulation_steps: int = 1
   train_steps: int = 2000
+  decay_steps: int = 0  # 0: train_steps. Phase 1 of two phases stops before it.
   learning_rate: float = 1e-3
   warmup_steps: int = 200
   weight_decay: float = 0.01
@@ -116,6 +117,9 @@ def prepare(config: TrainConfig):
                     "positive")
   if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0:
     raise UserError("checkpoint_every and keep_checkpoints must be positive")
+  if config.decay_steps and config.decay_steps < config.train_steps:
+    raise UserError(f"decay_steps {config.decay_steps} is before train_steps "
+                    f"{config.train_steps}: the learning rate would be 0 at the end")
   if config.optimizer not in optimization.OPTIMIZERS:
     raise UserError(f"unknown optimizer {config.optimizer!r}: use one of "
                     f"{', '.join(optimization.OPTIMIZERS)}")
@@ -140,10 +144,11 @@ def prepare(config: TrainConfig):
   vocabulary = Vocabulary(config.vocab_file)
   bert_config = resolve_config(config.config, len(vocabulary))
   if config.init_checkpoint and not (
-      is_huggingface_directory(config.init_checkpoint)
+      checkpointing.is_training_directory(config.init_checkpoint)
+      or is_huggingface_directory(config.init_checkpoint)
       or is_tf1_checkpoint(checkpoint_prefix(config.init_checkpoint))):
-    raise UserError(f"--init_checkpoint {config.init_checkpoint} is neither an original BERT "
-                    "checkpoint nor a Hugging Face directory")
+    raise UserError(f"--init_checkpoint {config.init_checkpoint} is neither a bert_tf "
+                    "model_dir, an original BERT checkpoint nor a Hugging Face directory")
   if config.seq_length > bert_config.max_position_embeddings:
     raise UserError(
         f"seq_length {config.seq_length} exceeds the model's {bert_config.max_position_embeddings}"
@@ -197,7 +202,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     compile_for_pretraining(
         model, optimization.create_optimizer(
             config.optimizer, learning_rate=config.learning_rate,
-            warmup_steps=config.warmup_steps, train_steps=config.train_steps,
+            warmup_steps=config.warmup_steps,
+            train_steps=config.decay_steps or config.train_steps,
             weight_decay=config.weight_decay, clip_norm=config.clip_norm),
         mlm_loss_weight=config.mlm_loss_weight, nsp_loss_weight=config.nsp_loss_weight,
         mlm_loss_reduction=config.mlm_loss_reduction,
@@ -206,11 +212,15 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     optimizer = model.optimizer  # With fp16, wrapped in a loss-scale optimizer.
     optimizer.build(model.trainable_variables)
     checkpointer = checkpointing.Checkpointer(
-        os.path.join(config.model_dir, "checkpoints"), model, optimizer,
+        os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, optimizer,
         keep=config.keep_checkpoints)
     start_step = checkpointer.restore()
     if start_step:
       log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
+    elif checkpointing.is_training_directory(config.init_checkpoint):
+      step = checkpointer.continue_from(config.init_checkpoint)
+      log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
+               config.init_checkpoint, step, config.train_steps)
     elif config.init_checkpoint:
       log.info("Initialising from %s", config.init_checkpoint)
       if is_huggingface_directory(config.init_checkpoint):
