@@ -217,7 +217,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     start_step = checkpointer.restore()
     if start_step:
       log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
-    elif checkpointing.is_training_directory(config.init_checkpoint):
+    elif config.init_checkpoint and checkpointing.is_training_directory(
+        config.init_checkpoint):
       step = checkpointer.continue_from(config.init_checkpoint)
       log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
                config.init_checkpoint, step, config.train_steps)
