@@ -5,7 +5,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import corpus
+from bert_tf.data import builtin_corpus, corpus
 from bert_tf.errors import UserError
 
 
@@ -206,3 +206,12 @@ def test_check_documents_counts_across_files(tmp_path):
   corpus.check_documents(paths, "sentence_per_line", needed=2)
   with pytest.raises(UserError, match=r"only 2 document\(s\).* at least 3"):
     corpus.check_documents(paths, "sentence_per_line", needed=3)
+
+
+def test_builtin_corpus_drops_table_borders():
+  table = ("Text before.\n\n"
+           "+-----------+--------------+\n| Option    | Meaning      |\n"
+           "|===========|==============|\n| \"'<'\"     | Left-aligned |\n"
+           "+-----------+--------------+\n")
+  assert builtin_corpus.topic_sentences(table) == [
+      "Text before.", "Option | Meaning | \"'<'\" | Left-aligned"]

@@ -10,6 +10,7 @@ import bert_tf
 from bert_tf.data.pipeline import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.vocab import build_vocabulary
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Smaller shuffle buffers than the defaults keep the first batch cheap on a small corpus.
@@ -184,7 +185,12 @@ def test_nsp_labels_and_pairs(one_epoch):
   assert abs(is_next.mean() - 0.5) < 0.05, is_next.mean()
 
 
-def test_mlm_only_whole_word_masking(corpus_pattern, vocab_file, data_dir, vocabulary):
+def test_mlm_only_whole_word_masking(corpus_pattern, data_dir, tmp_path):
+  # A small vocabulary, so that many words are split into pieces (the shared one of 8,000
+  # holds almost every word of this corpus whole).
+  vocab_file = str(tmp_path / "vocab.txt")
+  build_vocabulary(corpus_pattern, vocab_file, vocab_size=800)
+  vocabulary = Vocabulary(vocab_file)
   continuation = np.array(vocabulary.continuation_flags())
   dataset = _dataset(corpus_pattern, vocab_file, data_dir, nsp=False, whole_word_masking=True)
   pieces = 0

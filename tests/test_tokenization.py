@@ -107,7 +107,9 @@ def test_real_vocabulary(vocab_file):
   assert len(set(vocabulary.tokens)) == len(vocabulary)
   replacement = vocabulary.replacement_ids()
   assert not set(replacement) & {0, 1, 2, 3, 4}
-  assert sum(vocabulary.continuation_flags()) > 100
+  # Any word can be spelled: every letter has a continuation piece.
+  assert all(f"##{letter}" in vocabulary.tokens for letter in "abcdefghijklmnopqrstuvwxyz")
+  assert sum(vocabulary.continuation_flags()) > 50
 
 
 # Tokenizer

@@ -15,6 +15,10 @@ NAME = "builtin"
 NUM_FILES = 4
 
 _UNDERLINE = re.compile(r"^\s*([*=\-~^\"'])\1{2,}\s*$")
+# Borders of ASCII tables ("+-----+", "|=====|", runs of "|"): layout, not text. Left in, the
+# rules alone were a tenth of the corpus's tokens.
+_TABLE_RULE = re.compile(r"[+|]?(?:[-=]{3,}[+|]?)+")
+_CELL_BORDERS = re.compile(r"\s*\|(?:\s*\|)*\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[])")
 
 
@@ -36,6 +40,10 @@ def topic_sentences(text: str) -> list[str]:
   sentences = []
   for paragraph in _paragraphs(text):
     joined = " ".join(line.strip() for line in paragraph)
+    joined = " ".join(_CELL_BORDERS.sub(" | ", _TABLE_RULE.sub(" ", joined)).split())
+    joined = joined.strip(" |")
+    if not joined:
+      continue
     if paragraph[0].startswith((" ", "\t")):
       # Code or grammar: one line, not split at full stops inside the code.
       sentences.append(joined)

@@ -20,17 +20,23 @@ class Throughput(keras.callbacks.Callback):
     self.global_batch_size = global_batch_size
     self.seq_length = seq_length
     self.skip_steps = skip_steps
-    self._steps = 0
+    self._first_step = None
     self._start = None
+    self._start_step = 0
     self._timed_steps = 0
     self.examples_per_second = 0.0
 
+  def on_train_begin(self, logs=None):
+    if self._first_step is None:
+      self._first_step = int(self.model.optimizer.iterations.numpy())
+
   def on_train_batch_end(self, batch, logs=None):
-    self._steps += 1
-    if self._steps == self.skip_steps:
-      self._start = time.perf_counter()
-    elif self._steps > self.skip_steps:
-      self._timed_steps += 1
+    # Counted in optimizer updates: with --steps_per_execution=N, Keras calls this once per N.
+    step = int(self.model.optimizer.iterations.numpy())
+    if self._start is None and step - self._first_step >= self.skip_steps:
+      self._start, self._start_step = time.perf_counter(), step
+    elif self._start is not None:
+      self._timed_steps = step - self._start_step
 
   def on_epoch_end(self, epoch, logs=None):
     if self._start is not None and self._timed_steps:
