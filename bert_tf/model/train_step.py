@@ -55,7 +55,7 @@ class PretrainingModel(keras.Model):
             for g, v in zip(gradients, self.trainable_variables)]
 
   def _accumulated_gradients(self, data, parts: int):
-    """Sum over `parts` equal slices of the batch of each slice's gradients, over `parts`."""
+    """The mean of the gradients of `parts` equal slices of the batch, one slice at a time."""
     sliced = tf.nest.map_structure(
         lambda t: tf.reshape(t, tf.concat([[parts, -1], tf.shape(t)[1:]], 0)), data)
 
