@@ -33,6 +33,18 @@ def is_training_directory(path: str) -> bool:
   return tf.io.gfile.exists(os.path.join(path, CHECKPOINTS, "checkpoint"))
 
 
+def _restore_fitting(checkpoint: tf.train.Checkpoint, path: str, advice: str,
+                     partial: bool = False) -> None:
+  """Restores `path` into `checkpoint`; a checkpoint of another model is a UserError."""
+  try:
+    status = checkpoint.restore(path)
+    (status.expect_partial() if partial else status).assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.OpError) as e:
+    first_line = str(e).strip().splitlines()[0][:300]
+    raise UserError(f"the checkpoint {path} does not fit this model (another --config or "
+                    f"vocabulary? {advice}): {first_line}") from None
+
+
 class TrainingStopped(Exception):
   """Training ended early: preempted (SIGTERM) or a non-finite loss."""
 
@@ -64,25 +76,15 @@ class Checkpointer:
     """Restores the latest checkpoint, if any; returns its step (0 when starting afresh)."""
     latest = self.manager.latest_checkpoint
     if latest:
-      try:
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-      except (AssertionError, ValueError, tf.errors.OpError) as e:
-        first_line = str(e).strip().splitlines()[0][:300]
-        raise UserError(f"the checkpoint {latest} does not fit this model (another --config "
-                        f"or vocabulary? use a new --model_dir): {first_line}") from None
+      _restore_fitting(self.checkpoint, latest, "use a new --model_dir")
     return self.step
 
   def continue_from(self, model_dir: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of
     another run's latest checkpoint: phase 2 going on from phase 1. Returns that step."""
     latest = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINTS))
-    try:
-      tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(
-          latest).expect_partial().assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.OpError) as e:
-      first_line = str(e).strip().splitlines()[0][:300]
-      raise UserError(f"the checkpoint {latest} does not fit this model (another --config or "
-                      f"vocabulary?): {first_line}") from None
+    _restore_fitting(tf.train.Checkpoint(model=self.model, optimizer=self.optimizer), latest,
+                     "check --init_checkpoint", partial=True)
     return self.step
 
   @property
