@@ -45,7 +45,10 @@ def normalised_sample_weights(sample_weight: dict, mlm_loss_reduction: str,
   the training step averages; Keras reports each part's loss, so each must be full-sized)."""
   mlm = tf.cast(sample_weight["mlm"], tf.float32)
   nsp = tf.cast(sample_weight["nsp"], tf.float32)
+  # One all-reduce for both totals: it runs every step.
+  mlm_total, nsp_total = tf.unstack(_global_sum(tf.stack([tf.reduce_sum(mlm),
+                                                          tf.reduce_sum(nsp)])))
   if mlm_loss_reduction == "mean":
-    mlm = tf.math.divide_no_nan(mlm, _global_sum(tf.reduce_sum(mlm)))
-  nsp = tf.math.divide_no_nan(nsp, _global_sum(tf.reduce_sum(nsp)))
+    mlm = tf.math.divide_no_nan(mlm, mlm_total)
+  nsp = tf.math.divide_no_nan(nsp, nsp_total)
   return {"mlm": mlm * parts, "nsp": nsp * parts}
