@@ -11,6 +11,13 @@ from bert_tf.training import flags as train_flags
 
 train_flags.define_flags()
 FLAGS = flags.FLAGS
+QUICKSTART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs",
+                          "quickstart.flags")
+
+
+def command_line(argv: list[str]) -> list[str]:
+  """A bare `python train.py` is the quickstart."""
+  return argv if len(argv) > 1 else [*argv, f"--flagfile={QUICKSTART}"]
 
 
 def main(argv):
@@ -37,4 +44,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, argv=command_line(sys.argv))

@@ -1,17 +1,25 @@
 """End to end: `train.py` trains a tiny BERT, writes model_dir, and exports a SavedModel that a
 fresh process loads and serves. Also: bad input is one line on stderr and exit status 2."""
 
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+from bert_tf.errors import UserError
+from bert_tf.training.trainer import TrainConfig, train
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
         "--global_batch_size=8", "--train_steps=6", "--checkpoint_every=3",
         "--warmup_steps=2", "--eval_steps=2", "--verbose=2"]
+TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
+                   global_batch_size=8, train_steps=6, checkpoint_every=3, warmup_steps=2,
+                   eval_steps=2, verbose=2)
 
 
 def run(args, **kwargs):
@@ -150,28 +158,37 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
   assert "Initialising from" in result.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--input_files=/nonexistent/*.txt"], "no file matches '/nonexistent/*.txt'"),
-    (["--config=bert_nope"], "unknown --config 'bert_nope'"),
-    (["--seq_length=1024", "--max_predictions_per_seq=160"],
+@pytest.mark.parametrize("changes, message", [
+    (dict(input_files="/nonexistent/*.txt"), "no file matches '/nonexistent/*.txt'"),
+    (dict(config="bert_nope"), "unknown --config 'bert_nope'"),
+    (dict(seq_length=1024, max_predictions_per_seq=160),
      "seq_length 1024 exceeds the model's 512 position embeddings"),
-    (["--max_predictions_per_seq=3"], "max_predictions_per_seq 3 is below"),
-    (["--global_batch_size=0"], "must be positive"),
-    (["--checkpoint_every=0"], "checkpoint_every and keep_checkpoints must be positive"),
-    (["--model_dir=/proc/bert_run"], "model_dir /proc/bert_run is not writable"),
-    (["--init_checkpoint=/nonexistent/bert_model.ckpt"],
+    (dict(max_predictions_per_seq=3), "max_predictions_per_seq 3 is below"),
+    (dict(global_batch_size=0), "must be positive"),
+    (dict(checkpoint_every=0), "checkpoint_every and keep_checkpoints must be positive"),
+    (dict(model_dir="/proc/bert_run"), "model_dir /proc/bert_run is not writable"),
+    (dict(init_checkpoint="/nonexistent/bert_model.ckpt"),
      "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
-    (["--decay_steps=3"], "decay_steps 3 is before train_steps 6"),
-    (["--gradient_accumulation_steps=3"],
+    (dict(decay_steps=3), "decay_steps 3 is before train_steps 6"),
+    (dict(dropout=1.5), "dropout 1.5 is not in [0, 1)"),
+    (dict(gradient_accumulation_steps=3),
      "global_batch_size 8 is not divisible by the 1 replicas times 3 accumulation steps"),
 ])
-def test_bad_input_is_one_clear_line(tmp_path, data_dir, vocab_file, args, message):
+def test_bad_input_is_refused_before_training(tmp_path, data_dir, vocab_file, changes,
+                                              message):
+  config = TrainConfig(**{"data_dir": data_dir, "vocab_file": vocab_file,
+                          "model_dir": str(tmp_path / "run"), **TINY_CONFIG, **changes})
+  with pytest.raises(UserError, match=re.escape(message)):
+    train(config)
+
+
+def test_bad_input_is_one_line_on_stderr_and_exit_status_2(tmp_path, data_dir, vocab_file):
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'run'}", *TINY, *args])
+                f"--model_dir={tmp_path / 'run'}", *TINY, "--input_files=/nonexistent/*.txt"])
   assert result.returncode == 2
-  assert message in result.stderr
   assert "Traceback" not in result.stderr
-  assert result.stderr.strip().splitlines()[-1].startswith("error: ")
+  assert result.stderr.strip().splitlines()[-1].startswith(
+      "error: no file matches '/nonexistent/*.txt'")
 
 
 def test_checkpoint_of_another_model_is_a_clear_error(trained, vocab_file, data_dir):
@@ -184,22 +201,17 @@ def test_checkpoint_of_another_model_is_a_clear_error(trained, vocab_file, data_
 
 def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):
   corpus = tmp_path / "one.txt"
+  config = TrainConfig(input_files=str(corpus), vocab_file=vocab_file,
+                       model_dir=str(tmp_path / "run"), **TINY_CONFIG)
   corpus.write_text("\n \n\t\n")
-  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'run'}", *TINY])
-  assert result.returncode == 2
-  assert "the corpus has no text" in result.stderr and "Traceback" not in result.stderr
-
+  with pytest.raises(UserError, match="the corpus has no text"):
+    train(config)
   corpus.write_text("Only one document here.\nIt has two sentences.\n")
-  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'run'}", *TINY])
-  assert result.returncode == 2
-  assert "only 1 document(s)" in result.stderr and "Traceback" not in result.stderr
+  with pytest.raises(UserError, match=re.escape("only 1 document(s)")):
+    train(config)
 
   bad_vocab = tmp_path / "vocab.txt"
   bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
   corpus.write_text("One.\nTwo.\n\nThree.\nFour.\n")
-  result = run(["train.py", f"--input_files={corpus}", f"--vocab_file={bad_vocab}",
-                f"--model_dir={tmp_path / 'run'}", *TINY])
-  assert result.returncode == 2
-  assert "lacks the special tokens [MASK]" in result.stderr
+  with pytest.raises(UserError, match=re.escape("lacks the special tokens [MASK]")):
+    train(dataclasses.replace(config, vocab_file=str(bad_vocab)))

@@ -1,0 +1,42 @@
+"""Every flagfile under configs/ parses into a run configuration, and a bare `python train.py`
+reads the quickstart's."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = r"""
+import dataclasses, glob, json, sys
+from absl import flags
+import train
+from bert_tf.training import flags as train_flags
+
+def parse(argv):
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(argv)
+  return dataclasses.asdict(train_flags.config_from_flags(flags.FLAGS))
+
+configs = {path: parse(["train.py", f"--flagfile={path}"]) for path in sys.argv[1:]}
+configs["bare"] = parse(train.command_line(["train.py"]))
+print(json.dumps(configs))
+"""
+
+
+def test_flagfiles_parse_and_bare_train_py_is_the_quickstart():
+  paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.flags")))
+  result = subprocess.run([sys.executable, "-c", SCRIPT, *paths], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  configs = json.loads(result.stdout.strip().splitlines()[-1])
+  quickstart = configs[os.path.join(ROOT, "configs", "quickstart.flags")]
+  assert configs.pop("bare") == quickstart
+  assert quickstart["masked_lm_prob"] == 0.4 and quickstart["dropout"] == 0
+  assert len(configs) == len(paths) >= 5
+  for path, config in configs.items():
+    assert config["max_predictions_per_seq"] >= config["masked_lm_prob"] * config["seq_length"]
+    if "phase2" in path:
+      assert config["init_checkpoint"], path
