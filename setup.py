@@ -17,6 +17,7 @@ setup(
         "matplotlib",
         "safetensors",
     ],
-    # torch 2.13.0 is the CPU build this machine class has on disk; transformers for parity.
-    extras_require={"test": ["pytest", "torch==2.13.0", "transformers"]},
+    # pytest-xdist runs the suite in two processes; torch 2.13.0 is the CPU build this machine
+    # class has on disk; transformers for parity.
+    extras_require={"test": ["pytest", "pytest-xdist", "torch==2.13.0", "transformers"]},
 )

@@ -15,6 +15,7 @@ import tensorflow_text  # noqa: F401  Registers the tokenizer ops the SavedModel
 from bert_tf.data import corpus
 
 PHRASE_WORDS = 3
+EXAMPLE_BYTES = 4 << 20  # Examples come from the start of the first file, however large.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +52,10 @@ def most_frequent_phrase(sentences: list[str]) -> MaskedSentence | None:
 def corpus_examples(file_patterns, input_format: str, data_dir: str):
   """(first, following, unrelated, [masked sentences]) from the corpus's first file."""
   path = corpus.list_files(file_patterns, data_dir)[0]
-  documents = corpus.documents_from_text(tf.io.read_file(path), input_format).to_list()
+  with tf.io.gfile.GFile(path, "rb") as f:
+    text = f.read(EXAMPLE_BYTES)
+  text = text[:text.rfind(b"\n") + 1] or text  # whole lines only
+  documents = corpus.documents_from_text(tf.constant(text), input_format).to_list()
   documents = [[s.decode("utf-8") for s in d] for d in documents]
   first_document = next(d for d in documents if len(d) >= 2)
   other_document = next(d for d in documents if d is not first_document)
