@@ -26,8 +26,9 @@ def main(argv):
   logging.getLogger("bert_tf").setLevel(logging.INFO)
   config = train_flags.config_from_flags(FLAGS)
   # Heavy imports after the flags are parsed, so that --help is quick.
+  import tensorflow as tf
   from bert_tf.export import examples
-  from bert_tf.training import checkpointing, report, trainer
+  from bert_tf.training import checkpointing, report, strategy, trainer
   flags_text = "".join(flag.serialize() + "\n"
                        for flag in FLAGS.get_flags_for_module(train_flags.__name__))
   try:
@@ -39,8 +40,10 @@ def main(argv):
     print(f"stopped: {e}", file=sys.stderr)
     sys.exit(1)
   print(report.summary(metrics))
-  print(examples.show_predictions(os.path.join(config.model_dir, "export"),
-                                  config.input_files, config.input_format, config.data_dir))
+  if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
+    # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
+    print(examples.show_predictions(os.path.join(config.model_dir, "export"),
+                                    config.input_files, config.input_format, config.data_dir))
 
 
 if __name__ == "__main__":

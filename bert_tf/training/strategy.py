@@ -27,16 +27,21 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
   raise UserError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)}")
 
 
+def is_chief(resolver) -> bool:
+  """Whether this process writes the user's `model_dir`: the chief, worker 0 of a cluster
+  without one, or a process outside any cluster (`resolver` None or without a task)."""
+  if resolver is None or resolver.task_type in ("chief", None):
+    return True
+  return (resolver.task_type == "worker" and resolver.task_id == 0
+          and "chief" not in resolver.cluster_spec().as_dict())
+
+
 def worker_model_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
-  """Where this worker writes: `model_dir` on the chief (worker 0), and its own subdirectory
-  on the others, so that workers sharing a file system never write the same files (every
-  worker saves, as collective training requires; only the chief's copy is the user's)."""
+  """Where this worker writes: `model_dir` on the chief, and its own subdirectory on the
+  others, so that workers sharing a file system never write the same files (every worker
+  saves, as collective training requires; only the chief's copy is the user's)."""
   resolver = getattr(strategy, "cluster_resolver", None)
-  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
-    return model_dir
-  if resolver.task_type in ("chief", None) or (
-      resolver.task_type == "worker" and resolver.task_id == 0
-      and "chief" not in resolver.cluster_spec().as_dict()):
+  if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or is_chief(resolver):
     return model_dir
   return os.path.join(model_dir, "workers", f"{resolver.task_type}-{resolver.task_id}")
 
