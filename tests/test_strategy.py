@@ -2,13 +2,15 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training.strategy import create_strategy, is_chief, per_replica_batch_size
+from bert_tf.training.strategy import (check_steps_per_execution, create_strategy, is_chief,
+                                       per_replica_batch_size)
+
+
+class TwoReplicas:
+  num_replicas_in_sync = 2
 
 
 def test_global_batch_must_divide_among_replicas():
-  class TwoReplicas:
-    num_replicas_in_sync = 2
-
   assert per_replica_batch_size(TwoReplicas(), 32) == 16
   with pytest.raises(UserError, match="global_batch_size 33 is not divisible by the 2"):
     per_replica_batch_size(TwoReplicas(), 33)
@@ -30,3 +32,10 @@ def test_the_chief_is_the_one_process_that_writes_model_dir():
   assert is_chief(process("worker", 0, workers)) and not is_chief(process("worker", 1, workers))
   assert is_chief(process("chief", 0, with_chief))
   assert not is_chief(process("worker", 0, with_chief))
+
+
+def test_several_steps_per_execution_need_one_replica_outside_a_tpu():
+  check_steps_per_execution(TwoReplicas(), 1)
+  check_steps_per_execution(tf.distribute.get_strategy(), 10)
+  with pytest.raises(UserError, match="steps_per_execution 4 with 2 replicas fails"):
+    check_steps_per_execution(TwoReplicas(), 4)

@@ -203,6 +203,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   keras.utils.set_random_seed(config.seed)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size,
                                       config.gradient_accumulation_steps)
+  strategy_lib.check_steps_per_execution(strategy, config.steps_per_execution)
 
   with strategy.scope(), precision.policy(config.mixed_precision):
     model = pretraining_model(bert_config)
