@@ -14,12 +14,10 @@ from bert_tf.errors import UserError
 from bert_tf.training.trainer import TrainConfig, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-        "--global_batch_size=8", "--train_steps=6", "--checkpoint_every=3",
-        "--warmup_steps=2", "--eval_steps=2", "--verbose=2"]
 TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
                    global_batch_size=8, train_steps=6, checkpoint_every=3, warmup_steps=2,
                    eval_steps=2, verbose=2)
+TINY = [f"--{name}={value}" for name, value in TINY_CONFIG.items()]  # the same, as flags
 
 
 def run(args, **kwargs):
