@@ -1,18 +1,95 @@
-"""The README's Keras example runs as written (in a fresh directory, as a new user would)."""
+"""README.md and docs/ say what the code does: the Keras example runs as written, every shell
+command's flags parse with the program's own flags, every docs/ page is reachable and every
+relative link resolves."""
 
+import ast
+import glob
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = ["README.md", *sorted(os.path.relpath(path, ROOT)
+                               for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+# Commands that set up the environment; `pip install` is checked against setup.py's extras.
+SETUP_COMMANDS = {"python3.11 -m venv .venv", ". .venv/bin/activate"}
+# Parses each command's flags as the program would (absl.app.run replaced by the parse), every
+# program in one process so that TensorFlow is imported once; prints the errors as JSON.
+PARSE_SCRIPT = r"""
+import json, runpy, sys
+from absl import app, flags
+
+def parse_only(main, argv=None):
+  flags.FLAGS(argv or sys.argv)
+
+app.run = parse_only
+absl_flags = set(flags.FLAGS)
+errors = []
+for command in json.loads(sys.argv[1]):
+  sys.argv = list(command)
+  try:
+    if command[0].endswith(".py"):
+      runpy.run_path(command[0], run_name="__main__")
+    else:
+      runpy.run_module(command[0], run_name="__main__", alter_sys=True)
+  except Exception as e:
+    errors.append(f"{' '.join(command)}: {type(e).__name__}: {e}")
+  for name in set(flags.FLAGS) - absl_flags:
+    delattr(flags.FLAGS, name)
+print(json.dumps(errors))
+"""
+
+
+def read(page: str) -> str:
+  return open(os.path.join(ROOT, page), encoding="utf-8").read()
+
+
+def code_blocks(page: str, language: str) -> list[str]:
+  return re.findall(rf"^```{language}\n(.*?)^```", read(page), re.DOTALL | re.MULTILINE)
 
 
 def readme_example() -> str:
-  readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-  match = re.search(r"<!-- keras-example -->\s*```python\n(.*?)```", readme, re.DOTALL)
+  match = re.search(r"<!-- keras-example -->\s*```python\n(.*?)```", read("README.md"), re.DOTALL)
   assert match, "README.md has no <!-- keras-example --> python block"
   return match.group(1)
+
+
+def shell_commands(block: str) -> list[list[str]]:
+  """The block's commands as argv lists: continuations joined, comments dropped, `&&` split."""
+  commands = []
+  for line in block.replace("\\\n", " ").splitlines():
+    words = shlex.split(line, comments=True)
+    while words:
+      end = words.index("&&") if "&&" in words else len(words)
+      commands.append(words[:end])
+      words = words[end + 1:]
+  return commands
+
+
+def flag_value(command: list[str], name: str) -> str | None:
+  values = [word.split("=", 1)[1] for word in command if word.startswith(f"--{name}=")]
+  return values[-1] if values else None
+
+
+def program_argv(block_commands: list[list[str]], command: list[str]) -> list[str]:
+  """`python train.py ARGS` -> [train.py, ARGS]; `python -m M ARGS` -> [M, ARGS]. A
+  `--flagfile=MODEL_DIR/flags.txt` that an earlier train.py of the block writes stands for that
+  command's flags."""
+  argv = command[1:] if command[1] != "-m" else command[2:]
+  expanded = [argv[0]]
+  for word in argv[1:]:
+    flagfile = flag_value([word], "flagfile")
+    if flagfile and not os.path.exists(os.path.join(ROOT, flagfile)):
+      writers = [c for c in block_commands
+                 if c[1:2] == ["train.py"] and flagfile == f"{flag_value(c, 'model_dir')}/flags.txt"]
+      assert writers, f"{flagfile} is neither in the repository nor written by the block"
+      expanded += writers[0][2:]
+    else:
+      expanded.append(word)
+  return expanded
 
 
 def test_keras_example_runs(tmp_path):
@@ -23,3 +100,71 @@ def test_keras_example_runs(tmp_path):
   assert (tmp_path / "data" / "vocab.txt").exists()
   assert (tmp_path / "runs" / "keras_example" / "export" / "saved_model.pb").exists()
   assert "mlm_accuracy" in result.stdout
+
+
+def test_readme_is_short_and_links_every_docs_page():
+  readme = read("README.md")
+  assert len(readme.splitlines()) <= 200
+  assert len(PAGES) >= 7  # README.md and the six docs/ pages
+  for page in PAGES[1:]:
+    assert f"]({page})" in readme or f"]({page}#" in readme, f"README.md does not link {page}"
+
+
+def anchors(page: str) -> set[str]:
+  """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+  headings = re.findall(r"^#+ (.*)$", read(page), re.MULTILINE)
+  return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_relative_link_resolves():
+  checked = 0
+  for page in PAGES:
+    prose = re.sub(r"```.*?```|`[^`]*`", "", read(page), flags=re.DOTALL)
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+      if re.match(r"[a-z]+:", target):
+        continue
+      path, _, anchor = target.partition("#")
+      resolved = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+      assert os.path.exists(os.path.join(ROOT, resolved)), f"{page}: {target} does not exist"
+      if anchor:
+        assert anchor in anchors(resolved), f"{page}: {target} names no heading"
+      checked += 1
+  assert checked >= 12
+
+
+def test_python_blocks_compile():
+  blocks = [(page, block) for page in PAGES for block in code_blocks(page, "python")]
+  assert len(blocks) >= 2
+  for page, block in blocks:
+    ast.parse(block, filename=page)
+
+
+def test_shell_commands_parse():
+  """Every command in a sh block of README.md and docs/ names files that exist and flags that
+  its program accepts, with values it accepts (flagfiles are read, enums checked)."""
+  programs = []
+  for page in PAGES:
+    for block in code_blocks(page, "sh"):
+      block_commands = shell_commands(block)
+      for command in block_commands:
+        text = " ".join(command)
+        if text in SETUP_COMMANDS:
+          continue
+        if command[0] == "pip":
+          assert command[1:3] == ["install", "-e"], text
+          extras = re.search(r"\.\[(\w+)\]", command[3]).group(1)
+          assert f'"{extras}":' in read("setup.py"), text
+        elif command == ["pytest"]:
+          assert os.path.exists(os.path.join(ROOT, "pytest.ini"))
+        elif command[0] == "python":
+          if command[1] != "-m":
+            assert os.path.exists(os.path.join(ROOT, command[1])), text
+          programs.append(program_argv(block_commands, command))
+        else:
+          raise AssertionError(f"{page}: a command this test does not know: {text}")
+  assert len(programs) >= 9
+  result = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, json.dumps(programs)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.loads(result.stdout.strip().splitlines()[-1]) == []
