@@ -4,6 +4,14 @@ Over 10,240 examples at sequence 128 there are about 180,000 predicted tokens, s
 drawn at rate p has a standard deviation below 0.0012; the tolerances (0.01) are over 8 of
 them. IsNext is not drawn freely (forced NotNexts are paid back), and the short-sequence share
 is over examples (10,240, standard deviation 0.003).
+
+On the built-in corpus (seed 0), measured on 2026-12-01: 118.92 tokens per example (padding
+0.0710), 871 (window, document) pairs. An example's length varies by about 20 tokens (short
+sequences, document ends), so over 10,240 examples the mean moves by about 0.2: 1.5 tokens
+is over 7 of that, room for a tokenizer that splits a little differently. Each document used
+in a window counts once, so the count is about 79 documents times the epochs the examples
+hold (their tokens over the corpus's): within 10% (truncation drops tokens, the last windows
+are only partly drawn).
 """
 
 import ast
@@ -53,16 +61,29 @@ def check_golden(stats, examples):
   assert stats["is_next_share"] == pytest.approx(0.5, abs=0.01)
   assert stats["not_next_other_document_share"] == 1.0
   assert stats["short_sequence_share"] == pytest.approx(0.1, abs=0.012)
-  assert stats["padding_share"] == pytest.approx(1 - stats["mean_tokens"] / 128, abs=1e-9)
 
 
-def test_golden_statistics_on_the_builtin_corpus(data_dir, vocab_file):
+def corpus_tokens(pattern: str, vocab_file: str) -> int:
+  """WordPiece tokens in a sentence-per-line corpus."""
+  import glob
+  import tensorflow as tf
+  from bert_tf.data.tokenization import Vocabulary
+  lines = [line for path in glob.glob(pattern) for line in open(path, encoding="utf-8")
+           if line.strip()]
+  tokenizer = Vocabulary(vocab_file).tokenizer(lower_case=True)
+  return int(tokenizer.tokenize(tf.constant(lines)).row_lengths().numpy().sum())
+
+
+def test_golden_statistics_on_the_builtin_corpus(data_dir, corpus_pattern, vocab_file):
   texts, stats = audit(TrainConfig(data_dir=data_dir, vocab_file=vocab_file),
                        num_examples=10_000, show_examples=2)
   check_golden(stats, 10_240)
   # Most examples fill the sequence; short ones (10%) and document ends pull the mean down.
-  assert 100 < stats["mean_tokens"] < 125
-  assert stats["documents"] > 79  # several epochs of the 79 documents
+  assert stats["mean_tokens"] == pytest.approx(118.92, abs=1.5)
+  assert stats["padding_share"] == pytest.approx(1 - 118.92 / 128, abs=1.5 / 128)
+  epochs = 10_240 * (stats["mean_tokens"] - 3) / corpus_tokens(corpus_pattern, vocab_file)
+  assert 10 < epochs < 13
+  assert stats["documents"] == pytest.approx(79 * epochs, rel=0.1)
   assert len(texts) == 2 and texts[0].startswith(("IsNext: [CLS]", "NotNext: [CLS]"))
   assert "[MASK](" in texts[0] and " | " in texts[0]
 
@@ -89,3 +110,15 @@ def test_command_line_json(data_dir, vocab_file, tmp_path):
       "examples", "masked_share", "mask_token_share", "random_token_share", "kept_share",
       "is_next_share", "not_next_other_document_share", "mean_tokens", "padding_share",
       "short_sequence_share", "documents"}
+  # The command prints what audit() finds for the same flags (the stream is deterministic)...
+  _, expected = audit(TrainConfig(data_dir=data_dir, vocab_file=vocab_file,
+                                  model_dir=str(tmp_path)), num_examples=256, show_examples=0)
+  assert stats == pytest.approx(expected, rel=1e-12)
+  # ...and its values are the golden ones, within what 256 examples allow (about 4,500
+  # predicted tokens: standard deviation of a share below 0.007; 256 IsNext draws: 0.03).
+  assert stats["examples"] == 256
+  for name, golden, tolerance in (("masked_share", 0.15, 0.03), ("mask_token_share", 0.8, 0.04),
+                                  ("random_token_share", 0.1, 0.03), ("kept_share", 0.1, 0.03),
+                                  ("is_next_share", 0.5, 0.1), ("mean_tokens", 118.92, 6)):
+    assert stats[name] == pytest.approx(golden, abs=tolerance), name
+  assert stats["not_next_other_document_share"] == 1.0
