@@ -5,7 +5,9 @@ Runs in a subprocess, because logical devices must be set before TensorFlow star
 has a different number of masked tokens in every example, so a per-replica or per-part mean
 (instead of the global one) would show. Plain SGD with learning rate 1 makes the update the
 gradient itself (Adam's first step hides the scale); a clipped SGD with our clipping shows that
-the clipped norm is the global gradient's; AdamW runs three real steps.
+the clipped norm is the global gradient's; AdamW (clipping at the same norm) runs three real
+steps. The gradient's norm is several times the clipping norm, and the clipped update is the
+gradient scaled down to that norm: clipping is active in every case it is compared in.
 
 Tolerance: 1e-5 of the largest update (float32 sums in another order); 1e-4 with AdamW, which
 divides each element by its own gradient's magnitude and so magnifies that noise where a
@@ -53,12 +55,16 @@ initial = pretraining_model(CONFIG).get_weights()
 class ClippedSGD(optimization._ClipsSummedGradients, keras.optimizers.SGD):
   pass
 
+CLIP_NORM = 0.05
 OPTIMIZERS = {
     "sgd": lambda: keras.optimizers.SGD(learning_rate=1.0),
-    "clipped_sgd": lambda: ClippedSGD(learning_rate=1.0, clip_norm=0.05),
+    "clipped_sgd": lambda: ClippedSGD(learning_rate=1.0, clip_norm=CLIP_NORM),
     "adamw": lambda: optimization.create_optimizer(learning_rate=1e-3, warmup_steps=0,
-                                                   train_steps=10),
+                                                   train_steps=10, clip_norm=CLIP_NORM),
 }
+
+def norm(deltas):
+  return float(np.sqrt(sum(np.square(d).sum() for d in deltas)))
 
 def update(optimizer, strategy, parts, steps):
   with strategy.scope():
@@ -69,22 +75,30 @@ def update(optimizer, strategy, parts, steps):
   return ([w - w0 for w, w0 in zip(model.get_weights(), initial)],
           {name: values[0] for name, values in logs.items()})
 
-results = {}
+results = {"clip_norm": CLIP_NORM}
+references = {}
 for optimizer, steps in (("sgd", 1), ("clipped_sgd", 1), ("adamw", 3)):
   reference, reference_logs = update(optimizer, tf.distribute.get_strategy(), 1, steps)
+  references[optimizer] = reference
   scale = max(np.abs(d).max() for d in reference)
   for name, strategy, parts in (
       ("two_replicas", tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), 1),
       ("accumulated", tf.distribute.get_strategy(), 2),
       ("accumulated_four", tf.distribute.get_strategy(), 4),
       ("both", tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), 2)):
-    if optimizer != "sgd" and name in ("accumulated_four", "both"):
+    if optimizer == "clipped_sgd" and name in ("accumulated_four", "both"):
       continue
     deltas, logs = update(optimizer, strategy, parts, steps)
     results[f"{optimizer}/{name}"] = {
         "update": float(max(np.abs(d - r).max() for d, r in zip(deltas, reference)) / scale),
         "logs": float(max(abs(logs[k] - reference_logs[k]) for k in reference_logs))}
   results[f"{optimizer}/scale"] = float(scale)
+# SGD at learning rate 1: the update is minus the (clipped) gradient.
+results["gradient_norm"] = norm(references["sgd"])
+results["clipped_norm"] = norm(references["clipped_sgd"])
+results["clipped_cosine"] = float(
+    sum((a * b).sum() for a, b in zip(references["sgd"], references["clipped_sgd"]))
+    / (results["gradient_norm"] * results["clipped_norm"]))
 print(json.dumps(results))
 """
 
@@ -95,6 +109,13 @@ def test_one_update_is_the_same_however_the_batch_is_split(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   results = json.loads(result.stdout.strip().splitlines()[-1])
   assert results["sgd/scale"] > 1e-3  # the update is not trivially zero
+  # Clipping is active: the gradient is well above the norm, the clipped update is on it and
+  # points the same way.
+  clip_norm = results.pop("clip_norm")
+  assert results.pop("gradient_norm") > 3 * clip_norm
+  assert abs(results.pop("clipped_norm") - clip_norm) < 1e-5 * clip_norm
+  assert results.pop("clipped_cosine") > 1 - 1e-5
+  assert {"adamw/accumulated_four", "adamw/both"} <= set(results)
   for name, found in results.items():
     if not name.endswith("/scale"):
       assert found["update"] < (1e-4 if name.startswith("adamw") else 1e-5), (name, found)

@@ -2,17 +2,25 @@
 
 Both must finish with identical weights, each reading its own input shard (none of the
 examples of one shard is in the other), the chief writing `model_dir` and the other worker
-its own subdirectory of it.
+its own subdirectory of it. And their updates are the ones a single process makes on the
+global batches (shard 0's batch and shard 1's together), from the chief's first checkpoint:
+to 1e-4 of the largest change (AdamW, as in test_global_batch.py; dropout off).
 """
 
 import json
 import os
+import pickle
 import socket
 import subprocess
 import sys
 
 import h5py
 import numpy as np
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.training.optimization import create_optimizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKER = r"""
@@ -23,8 +31,9 @@ from bert_tf.training.trainer import TrainConfig, train
 data_dir, vocab_file, model_dir = sys.argv[1:4]
 train(TrainConfig(
     data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir, strategy="multi_worker",
-    config="bert_tiny", seq_length=64, max_predictions_per_seq=10, global_batch_size=8,
-    train_steps=4, checkpoint_every=2, warmup_steps=1, eval_steps=2, verbose=0))
+    config="bert_tiny", dropout=0.0, seq_length=64, max_predictions_per_seq=10,
+    global_batch_size=8, train_steps=4, checkpoint_every=2, warmup_steps=1, eval_steps=2,
+    verbose=0))
 # The examples of this worker's shard, as the trainer's input pipeline makes them.
 from bert_tf.data.pipeline import pretraining_dataset
 task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
@@ -33,6 +42,9 @@ shard = pretraining_dataset("builtin", vocab_file, seq_length=64, max_prediction
                             data_dir=data_dir)
 rows = np.concatenate([f["token_ids"].numpy() for f, _, _ in shard.take(20)])
 np.save(os.path.join(model_dir, f"shard-{task}.npy"), rows)
+import pickle
+with open(os.path.join(model_dir, f"batches-{task}.pickle"), "wb") as f:
+  pickle.dump(list(shard.take(4).as_numpy_iterator()), f)  # the 4 steps' batches
 """
 
 
@@ -52,6 +64,29 @@ def weights(path):
     f.visititems(lambda name, item: arrays.append((name, item[()]))
                  if isinstance(item, h5py.Dataset) else None)
   return dict(arrays)
+
+
+def single_process_update(chief_dir, model_dir):
+  """(weights before, weights after) the run's 4 steps in this process, on global batches made
+  of each worker's shard's batches, from the chief's step-0 checkpoint."""
+  shards = [pickle.load(open(os.path.join(model_dir, f"batches-{i}.pickle"), "rb"))
+            for i in range(2)]
+  steps = [tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches)
+           for batches in zip(*shards)]  # [steps] of (features, labels, weights), 8 examples
+  data = tf.data.Dataset.from_tensor_slices(
+      tf.nest.map_structure(lambda *batches: np.stack(batches), *steps))
+  run = json.load(open(os.path.join(chief_dir, "train_config.json")))
+  model = pretraining_model(BertConfig.from_json_file(os.path.join(chief_dir,
+                                                                   "bert_config.json")))
+  tf.train.Checkpoint(model=model).read(
+      os.path.join(chief_dir, "checkpoints", "ckpt-0")).expect_partial()
+  before = model.get_weights()
+  compile_for_pretraining(model, create_optimizer(
+      run["optimizer"], learning_rate=run["learning_rate"], warmup_steps=run["warmup_steps"],
+      train_steps=run["train_steps"], weight_decay=run["weight_decay"],
+      clip_norm=run["clip_norm"]))
+  model.fit(data, epochs=1, steps_per_epoch=len(steps), verbose=0)
+  return before, model.get_weights()
 
 
 def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
@@ -83,3 +118,12 @@ def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
             for i in range(2)]
   assert min(len(s) for s in shards) > 50
   assert not shards[0] & shards[1]
+
+  before, expected = single_process_update(chief_dir, model_dir)
+  found = pretraining_model(BertConfig.from_json_file(os.path.join(chief_dir,
+                                                                   "bert_config.json")))
+  found.load_weights(os.path.join(chief_dir, "model.weights.h5"))
+  scale = max(np.abs(e - b).max() for e, b in zip(expected, before))
+  assert scale > 1e-4  # the run changed the weights
+  for e, f in zip(expected, found.get_weights()):
+    assert np.abs(e - f).max() < 1e-4 * scale

@@ -6,6 +6,7 @@ so on this CPU they agree to float32 rounding (tolerance 1e-5).
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,8 +17,9 @@ import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN_STEPS = 8
 RUN = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-       "--global_batch_size=8", "--train_steps=8", "--checkpoint_every=2", "--warmup_steps=2",
+       "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}", "--checkpoint_every=2", "--warmup_steps=2",
        "--eval_steps=1", "--verbose=0", "--seed=3"]
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
@@ -59,12 +61,15 @@ def start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step):
   return process
 
 
-def rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file):
-  """Re-runs the same command: it must resume and end with the uninterrupted weights."""
+def rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at):
+  """Re-runs the same command: it must resume from a step at or after `interrupted_at` and
+  before the last one (so that the re-run trains), and end with the uninterrupted weights."""
   result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert "Resumed from the checkpoint at step" in result.stderr
+  resumed_at = re.search(r"Resumed from the checkpoint at step (\d+)", result.stderr)
+  assert resumed_at, result.stderr[-3000:]
+  assert interrupted_at <= int(resumed_at.group(1)) < TRAIN_STEPS
   resumed = weights(model_dir)
   assert sorted(uninterrupted) == sorted(resumed)
   for name in uninterrupted:
@@ -77,7 +82,7 @@ def test_sigkill_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir, v
   process.send_signal(signal.SIGKILL)
   process.wait()
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
-  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file)
+  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=4)
 
 
 def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
@@ -89,7 +94,7 @@ def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir,
   assert time.time() - start < 30
   assert process.returncode == 1
   assert "stopped by SIGTERM at step" in stderr and "Traceback" not in stderr
-  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file)
+  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=2)
 
 
 def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir, vocab_file):
@@ -108,9 +113,10 @@ def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))
   import tensorflow as tf
   latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
-  if latest:  # every checkpoint that was written holds finite weights
-    reader = tf.train.load_checkpoint(latest)
-    for name in reader.get_variable_to_shape_map():
-      value = reader.get_tensor(name)
-      if np.issubdtype(np.asarray(value).dtype, np.floating):
-        assert np.isfinite(value).all(), name
+  assert latest, "no checkpoint to roll back to"
+  reader = tf.train.load_checkpoint(latest)
+  floats = [name for name in reader.get_variable_to_shape_map()
+            if np.issubdtype(np.asarray(reader.get_tensor(name)).dtype, np.floating)]
+  assert len(floats) > 20  # the model's weights and the optimizer's slots
+  for name in floats:  # the latest checkpoint holds finite weights
+    assert np.isfinite(reader.get_tensor(name)).all(), name
