@@ -1,0 +1,141 @@
+"""Original BERT's text normalisation, in the graph (SPEC §2).
+
+google-research/bert `tokenization.py` (`BasicTokenizer`) deletes NUL, U+FFFD, control (`Cc`
+other than tab, newline, carriage return) and format (`Cf`) characters; when lower-casing, it
+applies Python's `str.lower()` (with its final-sigma rule and `İ`), then NFD, then deletes
+non-spacing marks (`Mn`). It does not fold compatibility forms: `…`, `ß`, `ﬁ`, `Ａ`, `½` stay.
+
+Every table here is computed, once per process, from the running Python's `unicodedata` and
+`str.lower()`, the very functions original BERT calls, so the graph follows them on every code
+point. One departure: code points unassigned in that Unicode version (`Cn`) are deleted, as
+transformers does; original BERT keeps them, with a result that depends on the Python it runs
+on (TensorFlow's ICU knows newer characters: it would split or decompose some of them).
+"""
+
+import functools
+import sys
+import unicodedata
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+_CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c3", "\u03c2"
+
+
+def _character_class(code_points) -> str:
+  """An RE2 character class matching exactly `code_points` (sorted ranges)."""
+  ranges = []
+  for code_point in sorted(code_points):
+    if ranges and ranges[-1][1] == code_point - 1:
+      ranges[-1][1] = code_point
+    else:
+      ranges.append([code_point, code_point])
+  return "[" + "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
+                       for a, b in ranges) + "]"
+
+
+def _all_characters():
+  return (chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+
+
+def _is_deleted(character: str) -> bool:
+  category = unicodedata.category(character)
+  return (character == "\ufffd" or category in ("Cf", "Cn") or
+          (category == "Cc" and character not in "\t\n\r"))
+
+
+@functools.cache
+def _tables() -> dict:
+  """Regular expressions and the lower-casing table, from this Python's Unicode database."""
+  kept = [ch for ch in _all_characters() if not _is_deleted(ch)]
+  deleted = [ord(ch) for ch in _all_characters() if _is_deleted(ch)]
+  # Python's Final_Sigma context: a capital sigma lowers to ς when preceded by a cased letter
+  # (through case-ignorable characters) and not followed by one. The two classes it needs are
+  # read off str.lower() itself: "cΣ" ends in ς iff c is cased and not case-ignorable;
+  # "ΑcΣ" ends in ς iff c is cased or case-ignorable.
+  cased = {ord(ch) for ch in kept if (ch + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA}
+  either = {ord(ch) for ch in kept
+            if ("\u0391" + ch + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA}
+  ignorable = either - cased
+  neither = {ord(ch) for ch in kept} - either
+  marks = [ord(ch) for ch in kept if unicodedata.category(ch) == "Mn"]
+  return {
+      "deleted": _character_class(deleted),
+      # A sigma in Final_Sigma context, with the characters around it in groups (RE2 has no
+      # look-around): rewritten as \1\2ς\3\4.
+      "final_sigma": (f"({_character_class(cased)})({_character_class(ignorable)}*)"
+                      f"{_CAPITAL_SIGMA}({_character_class(ignorable)}*)"
+                      f"({_character_class(neither)}|$)"),
+      "marks": _character_class(marks),
+      "lower_fixes": _lower_fixes(kept),
+  }
+
+
+def _lower_fixes(characters) -> dict:
+  """{code point: str.lower() of it} where TensorFlow's lower-casing differs from Python's.
+
+  tf.strings.lower (ICU) may know an older Unicode than Python (Unicode 14's new capitals are
+  left as they are by TensorFlow 2.21). Only single-character results are kept: the one
+  multi-character lower case, `İ` -> `i̇`, ends as `i` either way once marks are removed.
+  """
+  characters = [ch for ch in characters if ch != "\n"]  # the separator
+  with tf.init_scope():
+    joined = "\n".join(characters)
+    theirs = _lower(tf.constant(joined)).numpy().decode("utf-8").split("\n")
+  ours = joined.lower().split("\n")
+  assert len(theirs) == len(ours)
+  return {ord(ch): ord(mine) for ch, mine, other in zip(characters, ours, theirs)
+          if mine != other and len(mine) == 1}
+
+
+def _lower(text: tf.Tensor) -> tf.Tensor:
+  """ICU lower-casing after ASCII lower-casing: ICU follows the process's locale, and under a
+  Turkish or Azeri one lowers `I` to `ı`; with the ASCII letters done first, what is left for
+  the locale to change is a combining dot above, which accent stripping removes."""
+  return tf.strings.lower(tf.strings.lower(text), encoding="utf-8")
+
+
+class BertNormalizer(tf.Module):
+  """Original BERT's clean-up and, with `lower_case`, its lower-casing and accent stripping:
+  strings in, strings out, tf ops only (it runs in tf.data and in the serving SavedModel)."""
+
+  def __init__(self, lower_case: bool):
+    super().__init__(name="bert_normalizer")
+    self.lower_case = lower_case
+    tables = _tables()
+    self._deleted, self._final_sigma, self._marks = (
+        tables["deleted"], tables["final_sigma"], tables["marks"])
+    fixes = tables["lower_fixes"]
+    self._lower_fixes = None
+    if lower_case and fixes:
+      self._has_no_lower_fix = f"[^{_character_class(fixes)[1:-1]}]*"
+      self._lower_fixes = tf.lookup.StaticHashTable(
+          tf.lookup.KeyValueTensorInitializer(
+              tf.constant(list(fixes), tf.int32), tf.constant(list(fixes.values()), tf.int32)),
+          default_value=-1)
+
+  def normalize(self, text: tf.Tensor) -> tf.Tensor:
+    """string [...] -> string [...], the text original BERT splits into words."""
+    text = tf.strings.regex_replace(text, self._deleted, "")
+    if not self.lower_case:
+      return text
+    # Python decides final sigmas on the original text; ICU would apply its own (older) tables.
+    text = tf.strings.regex_replace(text, self._final_sigma, rf"\1\2{_FINAL_SIGMA}\3\4")
+    text = tf.strings.regex_replace(text, _CAPITAL_SIGMA, _SMALL_SIGMA)
+    text = _lower(self._apply_lower_fixes(text))
+    text = tf_text.normalize_utf8(text, "NFD")
+    return tf.strings.regex_replace(text, self._marks, "")
+
+  def _apply_lower_fixes(self, text: tf.Tensor) -> tf.Tensor:
+    """Lower-cases the characters TensorFlow's lower-casing gets wrong, in the (rare) strings
+    that have one; the others pass through untouched."""
+    if self._lower_fixes is None:
+      return text
+    flat = tf.reshape(text, [-1])
+    rows = tf.where(~tf.strings.regex_full_match(flat, self._has_no_lower_fix))  # [k, 1]
+    characters = tf.strings.unicode_decode(tf.gather_nd(flat, rows), "UTF-8")  # [k, (chars)]
+    fixed = tf.ragged.map_flat_values(
+        lambda c: tf.where(self._lower_fixes.lookup(c) >= 0, self._lower_fixes.lookup(c), c),
+        characters)
+    flat = tf.tensor_scatter_nd_update(flat, rows, tf.strings.unicode_encode(fixed, "UTF-8"))
+    return tf.reshape(flat, tf.shape(text))
