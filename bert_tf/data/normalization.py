@@ -20,6 +20,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 _CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c3", "\u03c2"
+_ASCII = "[\\x00-\\x7f]*"
 
 
 def _character_class(code_points) -> str:
@@ -34,11 +35,8 @@ def _character_class(code_points) -> str:
                        for a, b in ranges) + "]"
 
 
-def _all_characters():
-  return (chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
-
-
-def _is_deleted(character: str) -> bool:
+def is_deleted(character: str) -> bool:
+  """Whether original BERT's clean-up deletes the character (or it is unassigned: `Cn`)."""
   category = unicodedata.category(character)
   return (character == "\ufffd" or category in ("Cf", "Cn") or
           (category == "Cc" and character not in "\t\n\r"))
@@ -47,18 +45,27 @@ def _is_deleted(character: str) -> bool:
 @functools.cache
 def _tables() -> dict:
   """Regular expressions and the lower-casing table, from this Python's Unicode database."""
-  kept = [ch for ch in _all_characters() if not _is_deleted(ch)]
-  deleted = [ord(ch) for ch in _all_characters() if _is_deleted(ch)]
+  deleted, kept, marks = [], [], []
+  for code_point in range(sys.maxunicode + 1):
+    character = chr(code_point)
+    if 0xD800 <= code_point <= 0xDFFF:
+      continue
+    if is_deleted(character):
+      deleted.append(code_point)
+      continue
+    kept.append(character)
+    if unicodedata.category(character) == "Mn":
+      marks.append(code_point)
   # Python's Final_Sigma context: a capital sigma lowers to ς when preceded by a cased letter
   # (through case-ignorable characters) and not followed by one. The two classes it needs are
   # read off str.lower() itself: "cΣ" ends in ς iff c is cased and not case-ignorable;
-  # "ΑcΣ" ends in ς iff c is cased or case-ignorable.
-  cased = {ord(ch) for ch in kept if (ch + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA}
-  either = {ord(ch) for ch in kept
+  # "ΑcΣ" ends in ς iff c is cased or case-ignorable. Private-use characters are neither.
+  letters = [ch for ch in kept if unicodedata.category(ch) != "Co"]
+  cased = {ord(ch) for ch in letters if (ch + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA}
+  either = {ord(ch) for ch in letters
             if ("\u0391" + ch + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA}
   ignorable = either - cased
   neither = {ord(ch) for ch in kept} - either
-  marks = [ord(ch) for ch in kept if unicodedata.category(ch) == "Mn"]
   return {
       "deleted": _character_class(deleted),
       # A sigma in Final_Sigma context, with the characters around it in groups (RE2 has no
@@ -67,7 +74,7 @@ def _tables() -> dict:
                       f"{_CAPITAL_SIGMA}({_character_class(ignorable)}*)"
                       f"({_character_class(neither)}|$)"),
       "marks": _character_class(marks),
-      "lower_fixes": _lower_fixes(kept),
+      "lower_fixes": _lower_fixes(letters),
   }
 
 
@@ -116,9 +123,23 @@ class BertNormalizer(tf.Module):
 
   def normalize(self, text: tf.Tensor) -> tf.Tensor:
     """string [...] -> string [...], the text original BERT splits into words."""
-    text = tf.strings.regex_replace(text, self._deleted, "")
     if not self.lower_case:
-      return text
+      return tf.strings.regex_replace(text, self._deleted, "")
+    # Most strings of most corpora are ASCII, for which all of it is: delete the control
+    # characters, lower-case A-Z. The others take the whole way.
+    flat = tf.reshape(text, [-1])
+    is_ascii = tf.strings.regex_full_match(flat, _ASCII)
+    ascii_rows = tf.cast(tf.where(is_ascii)[:, 0], tf.int32)
+    other_rows = tf.cast(tf.where(~is_ascii)[:, 0], tf.int32)
+    ascii_text = tf.strings.lower(
+        tf.strings.regex_replace(tf.gather(flat, ascii_rows), self._deleted, ""))
+    other_text = self._lower_case_unicode(tf.gather(flat, other_rows))
+    flat = tf.dynamic_stitch([ascii_rows, other_rows], [ascii_text, other_text])
+    return tf.reshape(flat, tf.shape(text))
+
+  def _lower_case_unicode(self, text: tf.Tensor) -> tf.Tensor:
+    """string [n] -> string [n]: clean-up, str.lower(), NFD, marks deleted."""
+    text = tf.strings.regex_replace(text, self._deleted, "")
     # Python decides final sigmas on the original text; ICU would apply its own (older) tables.
     text = tf.strings.regex_replace(text, self._final_sigma, rf"\1\2{_FINAL_SIGMA}\3\4")
     text = tf.strings.regex_replace(text, _CAPITAL_SIGMA, _SMALL_SIGMA)
