@@ -112,13 +112,14 @@ class BertNormalizer(tf.Module):
     tables = _tables()
     self._deleted, self._final_sigma, self._marks = (
         tables["deleted"], tables["final_sigma"], tables["marks"])
-    fixes = tables["lower_fixes"]
-    self._lower_fixes = None
-    if lower_case and fixes:
-      self._has_no_lower_fix = f"[^{_character_class(fixes)[1:-1]}]*"
-      self._lower_fixes = tf.lookup.StaticHashTable(
+    if lower_case:
+      # Capital sigmas, and the capitals TensorFlow's lower-casing does not know, are
+      # lower-cased by a table, in the strings that have one.
+      table = {**tables["lower_fixes"], ord(_CAPITAL_SIGMA): ord(_SMALL_SIGMA)}
+      self._has_no_special_capital = f"[^{_character_class(table)[1:-1]}]*"
+      self._special_capitals = tf.lookup.StaticHashTable(
           tf.lookup.KeyValueTensorInitializer(
-              tf.constant(list(fixes), tf.int32), tf.constant(list(fixes.values()), tf.int32)),
+              tf.constant(list(table), tf.int32), tf.constant(list(table.values()), tf.int32)),
           default_value=-1)
 
   def normalize(self, text: tf.Tensor) -> tf.Tensor:
@@ -140,23 +141,19 @@ class BertNormalizer(tf.Module):
   def _lower_case_unicode(self, text: tf.Tensor) -> tf.Tensor:
     """string [n] -> string [n]: clean-up, str.lower(), NFD, marks deleted."""
     text = tf.strings.regex_replace(text, self._deleted, "")
-    # Python decides final sigmas on the original text; ICU would apply its own (older) tables.
-    text = tf.strings.regex_replace(text, self._final_sigma, rf"\1\2{_FINAL_SIGMA}\3\4")
-    text = tf.strings.regex_replace(text, _CAPITAL_SIGMA, _SMALL_SIGMA)
-    text = _lower(self._apply_lower_fixes(text))
+    text = _lower(self._lower_special_capitals(text))
     text = tf_text.normalize_utf8(text, "NFD")
     return tf.strings.regex_replace(text, self._marks, "")
 
-  def _apply_lower_fixes(self, text: tf.Tensor) -> tf.Tensor:
-    """Lower-cases the characters TensorFlow's lower-casing gets wrong, in the (rare) strings
-    that have one; the others pass through untouched."""
-    if self._lower_fixes is None:
-      return text
-    flat = tf.reshape(text, [-1])
-    rows = tf.where(~tf.strings.regex_full_match(flat, self._has_no_lower_fix))  # [k, 1]
-    characters = tf.strings.unicode_decode(tf.gather_nd(flat, rows), "UTF-8")  # [k, (chars)]
-    fixed = tf.ragged.map_flat_values(
-        lambda c: tf.where(self._lower_fixes.lookup(c) >= 0, self._lower_fixes.lookup(c), c),
-        characters)
-    flat = tf.tensor_scatter_nd_update(flat, rows, tf.strings.unicode_encode(fixed, "UTF-8"))
-    return tf.reshape(flat, tf.shape(text))
+  def _lower_special_capitals(self, text: tf.Tensor) -> tf.Tensor:
+    """string [n] -> string [n]: final sigmas to ς, other capital sigmas to σ, and the capitals
+    TensorFlow's lower-casing does not know to Python's lower case; only the (rare) strings
+    that hold one are decoded. Python decides final sigmas, not ICU, whose tables are older."""
+    rows = tf.where(~tf.strings.regex_full_match(text, self._has_no_special_capital))  # [k, 1]
+    special = tf.strings.regex_replace(
+        tf.gather_nd(text, rows), self._final_sigma, rf"\1\2{_FINAL_SIGMA}\3\4")
+    characters = tf.strings.unicode_decode(special, "UTF-8", errors="ignore")  # [k, (chars)]
+    lowered = tf.ragged.map_flat_values(
+        lambda c: tf.where(self._special_capitals.lookup(c) >= 0,
+                           self._special_capitals.lookup(c), c), characters)
+    return tf.tensor_scatter_nd_update(text, rows, tf.strings.unicode_encode(lowered, "UTF-8"))
