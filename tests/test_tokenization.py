@@ -189,16 +189,14 @@ def test_real_vocabulary_tokenizes_corpus_text(vocab_file):
 # tests below state: it composes NFC first (visible cased only), deletes private-use characters
 # (original BERT keeps them), and makes words over 100 characters [UNK] (original BERT: 200).
 
-def _original_split_class(ch: str) -> int:
+def _original_split_classes(characters) -> list[int]:
   """How original BERT's BasicTokenizer splits "a{ch}a": 2 words (whitespace), 3 (punctuation,
   CJK) or 1; `str.split()` also splits at the line and paragraph separators."""
   from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
   from transformers.tokenization_python import _is_punctuation, _is_whitespace
-  if _is_whitespace(ch) or ch.isspace():
-    return 2
-  if _is_punctuation(ch) or BasicTokenizer()._is_chinese_char(ord(ch)):
-    return 3
-  return 1
+  is_chinese = BasicTokenizer()._is_chinese_char
+  return [2 if _is_whitespace(ch) or ch.isspace() else
+          3 if _is_punctuation(ch) or is_chinese(ord(ch)) else 1 for ch in characters]
 
 
 def test_splitting_matches_original_on_every_code_point(tmp_path):
@@ -209,8 +207,8 @@ def test_splitting_matches_original_on_every_code_point(tmp_path):
                 and not normalization.is_deleted(chr(c)) and chr(c) != "a"]
   words = vocabulary.tokenizer(lower_case=False).tokenize(
       tf.constant([f"a{ch}a" for ch in characters])).row_lengths().numpy()
-  differences = [hex(ord(ch)) for ch, n in zip(characters, words)
-                 if n != _original_split_class(ch)]
+  differences = [hex(ord(ch)) for ch, n, theirs in zip(
+      characters, words, _original_split_classes(characters)) if n != theirs]
   assert differences == []
 
 
