@@ -91,6 +91,13 @@ def test_every_ascii_string_of_two_characters(lower_case):
   assert _normalize(texts, lower_case) == [original_bert(t, lower_case) for t in texts]
 
 
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_invalid_utf8_bytes_deleted(lower_case):
+  texts = [b"caf\xc3 \xff\xfeAb \xed\xa0\x80X \xce\xa3\xff", b"\xf4\x90\x80\x80Z", b"\xc0\xafq"]
+  assert _normalize(texts, lower_case) == [
+      original_bert(t.decode("utf-8", errors="ignore"), lower_case) for t in texts]
+
+
 def test_batch_shape_and_rows_without_fixes_kept():
   # One row needs a lower-casing TensorFlow lacks (Ⱟ, Unicode 14); the others must not move.
   texts = tf.constant([["Ⱟa", "Bb"], ["", "Éé Ⱟ"]])

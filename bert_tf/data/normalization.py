@@ -102,6 +102,12 @@ def _lower(text: tf.Tensor) -> tf.Tensor:
   return tf.strings.lower(tf.strings.lower(text), encoding="utf-8")
 
 
+def _valid_utf8(text: tf.Tensor) -> tf.Tensor:
+  """Invalid UTF-8 bytes deleted, as original BERT's decoding (`errors="ignore"`) does. The
+  corpus reader has replaced them already; a serving request may hold some."""
+  return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
+
+
 class BertNormalizer(tf.Module):
   """Original BERT's clean-up and, with `lower_case`, its lower-casing and accent stripping:
   strings in, strings out, tf ops only (it runs in tf.data and in the serving SavedModel)."""
@@ -125,7 +131,7 @@ class BertNormalizer(tf.Module):
   def normalize(self, text: tf.Tensor) -> tf.Tensor:
     """string [...] -> string [...], the text original BERT splits into words."""
     if not self.lower_case:
-      return tf.strings.regex_replace(text, self._deleted, "")
+      return tf.strings.regex_replace(_valid_utf8(text), self._deleted, "")
     # Most strings of most corpora are ASCII, for which all of it is: delete the control
     # characters, lower-case A-Z. The others take the whole way.
     flat = tf.reshape(text, [-1])
@@ -140,7 +146,7 @@ class BertNormalizer(tf.Module):
 
   def _lower_case_unicode(self, text: tf.Tensor) -> tf.Tensor:
     """string [n] -> string [n]: clean-up, str.lower(), NFD, marks deleted."""
-    text = tf.strings.regex_replace(text, self._deleted, "")
+    text = tf.strings.regex_replace(_valid_utf8(text), self._deleted, "")
     text = _lower(self._lower_special_capitals(text))
     text = tf_text.normalize_utf8(text, "NFD")
     return tf.strings.regex_replace(text, self._marks, "")
