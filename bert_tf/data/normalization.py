@@ -20,7 +20,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 _CAPITAL_SIGMA, _SMALL_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c3", "\u03c2"
-_ASCII = "[\\x00-\\x7f]*"
+_ASCII = "[\\x00-\\x7f]*"  # a full match: a string of ASCII characters only
 
 
 def _character_class(code_points) -> str:
