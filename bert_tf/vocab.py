@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data import corpus
+from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
 from bert_tf.errors import UserError
 
@@ -32,9 +33,10 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
       lambda path: corpus.read_documents(path, input_format)).unbatch()
   logging.info("Learning a %d-token WordPiece vocabulary from %d files", vocab_size,
                len(paths))
+  # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
-      sentences.batch(1024), vocab_size, list(SPECIAL_TOKENS),
-      bert_tokenizer_params={"lower_case": lower_case},
+      sentences.batch(1024).map(BertNormalizer(lower_case).normalize), vocab_size,
+      list(SPECIAL_TOKENS), bert_tokenizer_params={"lower_case": False},
       learn_params={"lower_thresh": min_token_count})
   directory = os.path.dirname(vocab_file)
   if directory:

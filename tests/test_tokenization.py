@@ -1,5 +1,7 @@
 """The vocabulary file and the in-graph WordPiece tokenizer (SPEC §2)."""
 
+import unicodedata
+
 import pytest
 import tensorflow as tf
 
@@ -180,3 +182,94 @@ def test_real_vocabulary_tokenizes_corpus_text(vocab_file):
   assert words[:3] == ["the", "for", "statement"] and words[-1] == "."
   assert "".join(w[2:] if w.startswith("##") else " " + w for w in words).strip() == (
       text.lower().replace(".", " ."))
+
+
+# Parity with original BERT on all of Unicode. transformers' slow tokenizer
+# (`BertTokenizerLegacy`) is original BERT's `FullTokenizer` with three departures, which the
+# tests below state: it composes NFC first (visible cased only), deletes private-use characters
+# (original BERT keeps them), and makes words over 100 characters [UNK] (original BERT: 200).
+
+def _original_split_classes(characters) -> list[int]:
+  """How original BERT's BasicTokenizer splits "a{ch}a": 2 words (whitespace), 3 (punctuation,
+  CJK) or 1; `str.split()` also splits at the line and paragraph separators."""
+  from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer
+  from transformers.tokenization_python import _is_punctuation, _is_whitespace
+  is_chinese = BasicTokenizer()._is_chinese_char
+  return [2 if _is_whitespace(ch) or ch.isspace() else
+          3 if _is_punctuation(ch) or is_chinese(ord(ch)) else 1 for ch in characters]
+
+
+def test_splitting_matches_original_on_every_code_point(tmp_path):
+  # Cased, so that the normaliser only deletes: every code point it keeps between two letters.
+  from bert_tf.data import normalization
+  vocabulary = Vocabulary(_vocab_file(tmp_path, list(tokenization.SPECIAL_TOKENS) + ["a", "##a"]))
+  characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
+                and not normalization.is_deleted(chr(c)) and chr(c) != "a"]
+  words = vocabulary.tokenizer(lower_case=False).tokenize(
+      tf.constant([f"a{ch}a" for ch in characters])).row_lengths().numpy()
+  differences = [hex(ord(ch)) for ch, n, theirs in zip(
+      characters, words, _original_split_classes(characters)) if n != theirs]
+  assert differences == []
+
+
+def _unicode_sample() -> list[str]:
+  """Texts over a few assigned characters of every 128-code-point range of Unicode (every
+  block: letters, marks, digits, punctuation, symbols, compatibility and full-width forms,
+  ligatures, CJK, Hangul, Arabic, Indic, Thai, emoji, ...), alone, in words, upper-cased and
+  around capital sigmas; private-use characters left out (see above)."""
+  texts = ["ellipsis… Straße ΟΔΥΣΣΕΎΣ ﬁne ﬂow ＡＢＣ １２３ ½ ⅓ ² ① Ⅲ İstanbul",
+           "zero\u200bwidth soft\u00adhyphen \ufeffbom e\u0301 Ⅻ ǅ ẞ Ω K Å",
+           "中文字符和日本語のテキスト 한국어 텍스트 العربية हिन्दी ภาษาไทย 😀👍🏽 ❤️"]
+  for start in range(0, 0x110000, 128):
+    assigned = [chr(c) for c in range(start, start + 128) if not 0xD800 <= c <= 0xDFFF
+                and unicodedata.category(chr(c)) not in ("Cn", "Co")]
+    if not assigned:
+      continue
+    chars = assigned[::max(1, len(assigned) // 4)][:4]
+    word = "".join(chars)
+    texts += [" ".join(chars), f"x{word}y", word.upper(), f"A{chars[0]}Σ{chars[-1]}b {word}Σ."]
+  return texts
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_matches_transformers_slow_tokenizer_on_a_unicode_sample(lower_case, tmp_path):
+  from transformers.models.bert.tokenization_bert_legacy import BasicTokenizer, BertTokenizerLegacy
+  texts = _unicode_sample()
+  if not lower_case:  # transformers composes NFC first; original BERT does not (tested below)
+    texts = [unicodedata.normalize("NFC", t) for t in texts]
+  # Every character the reference produces is a token, alone and as a ## piece, so that no
+  # difference hides behind [UNK].
+  basic = BasicTokenizer(do_lower_case=lower_case)
+  characters = sorted({ch for text in texts for word in basic.tokenize(text) for ch in word})
+  tokens = list(tokenization.SPECIAL_TOKENS) + characters + ["##" + ch for ch in characters]
+  path = _vocab_file(tmp_path, tokens)
+  theirs = BertTokenizerLegacy(path, do_lower_case=lower_case)
+  ours = Vocabulary(path).tokenizer(lower_case).tokenize(tf.constant(texts)).to_list()
+  differences = [(text, ids, theirs.encode(text, add_special_tokens=False))
+                 for text, ids in zip(texts, ours)
+                 if ids != theirs.encode(text, add_special_tokens=False)]
+  assert len(texts) > 3000 and differences == []
+  assert theirs.unk_token_id not in sum(ours, [])
+
+
+def test_cased_keeps_decomposed_and_private_use_characters_as_original_bert(tmp_path):
+  # Original BERT neither composes NFC nor deletes private use (Co) characters.
+  tokens = list(tokenization.SPECIAL_TOKENS) + ["e", "##\u0301", "a", "##\ue000", "##b",
+                                                 "\u2126", "\u03a9"]
+  vocabulary = Vocabulary(_vocab_file(tmp_path, tokens))
+  assert _tokenize(vocabulary, ["e\u0301 a\ue000b \u2126"], lower_case=False) == [
+      [5, 6, 7, 8, 9, 10]]
+
+
+def test_word_length_limit_counts_bytes_after_normalisation(tmp_path):
+  # A word is [UNK] above 200 bytes of UTF-8 after normalisation; original BERT counts 200
+  # characters, transformers 100.
+  tokens = list(tokenization.SPECIAL_TOKENS) + ["e", "##e", "é", "##é"]  # ids 5-8
+  vocabulary = Vocabulary(_vocab_file(tmp_path, tokens))
+  limit = tokenization.MAX_BYTES_PER_WORD
+  # Uncased, É (2 bytes) becomes e (1 byte): 200 of them are still a word, as in original BERT.
+  assert _tokenize(vocabulary, ["É" * limit, "É" * (limit + 1)]) == [
+      [5] + [6] * (limit - 1), [1]]
+  # Cased, é stays 2 bytes: 101 of them are [UNK] here (and in transformers), not in original.
+  assert _tokenize(vocabulary, ["é" * (limit // 2), "é" * (limit // 2 + 1)],
+                   lower_case=False) == [[7] + [8] * (limit // 2 - 1), [1]]

@@ -5,12 +5,14 @@ import re
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.data.normalization import BertNormalizer
 from bert_tf.errors import UserError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
-# Original BERT turns words longer than 200 characters into [UNK].
+# Original BERT turns words longer than 200 characters into [UNK]; tensorflow-text counts the
+# limit in bytes of UTF-8 (after normalisation), so a word of non-ASCII letters reaches it sooner.
 MAX_BYTES_PER_WORD = 200
 
 _RESERVED = re.compile(r"^\[[^\]]+\]$")  # [PAD], [unused7], [CLS], ...
@@ -52,25 +54,20 @@ class Vocabulary:
     return BertTokenizer(self.tokens, lower_case)
 
 
-# Characters original BERT deletes before splitting (`_clean_text`): NUL, U+FFFD and control
-# characters other than tab, newline and carriage return. FastBertTokenizer splits words at
-# them instead, so they are deleted first.
-_DELETED = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{fffd}]"
-
-
 class BertTokenizer(tf.Module):
-  """The in-graph BERT tokenizer: original BERT's clean-up, optional lower-casing and accent
-  stripping, punctuation and CJK splitting, WordPiece (tensorflow-text's FastBertTokenizer)."""
+  """The in-graph BERT tokenizer: original BERT's normalisation (`normalization.py`), then
+  whitespace, punctuation and CJK splitting and WordPiece (tensorflow-text's
+  FastWordpieceTokenizer, which splits as original BERT does; tests/test_tokenization.py)."""
 
   def __init__(self, tokens: list[str], lower_case: bool):
     super().__init__(name="bert_tokenizer")
-    self.fast_bert_tokenizer = tf_text.FastBertTokenizer(
+    self.normalizer = BertNormalizer(lower_case)
+    self.wordpiece_tokenizer = tf_text.FastWordpieceTokenizer(
         vocab=tokens,
         token_out_type=tf.int32,
         unknown_token=UNK,
-        max_bytes_per_word=MAX_BYTES_PER_WORD,
-        lower_case_nfd_strip_accents=lower_case)
+        max_bytes_per_word=MAX_BYTES_PER_WORD)
 
   def tokenize(self, text: tf.Tensor) -> tf.RaggedTensor:
     """string [batch] -> int32 [batch, (tokens)]."""
-    return self.fast_bert_tokenizer.tokenize(tf.strings.regex_replace(text, _DELETED, ""))
+    return self.wordpiece_tokenizer.tokenize(self.normalizer.normalize(text))
