@@ -10,8 +10,9 @@ Each kind of noise is silenced where it comes from:
 - Python: the `tensorflow` logger (the SavedModel writer's INFO lines) and absl's verbosity set
   to warnings; Keras's `shuffle=True` UserWarning (meaningless for a tf.data dataset) ignored.
 
-`bert_tf`'s own log records are printed as plain lines on stdout (warnings and errors on
-stderr), clear of the in-place progress line (`status`).
+`bert_tf`'s own log records are printed as plain lines on stderr (where absl printed them;
+results such as the summary go to stdout), clear of the in-place progress line (`status`, on
+stdout).
 """
 
 import contextlib
@@ -84,10 +85,9 @@ class _Lines(logging.Handler):
   """Prints `bert_tf` records as plain lines, rewriting the progress line after them."""
 
   def emit(self, record):
-    stream = sys.stdout if record.levelno < logging.WARNING else sys.stderr
     _clear_status()
-    stream.write(self.format(record) + "\n")
-    stream.flush()
+    sys.stderr.write(self.format(record) + "\n")
+    sys.stderr.flush()
     _draw_status()
 
 
@@ -131,6 +131,7 @@ def status(text: str) -> None:
 def _clear_status() -> None:
   if _status:
     sys.stdout.write("\r\033[K")
+    sys.stdout.flush()
 
 
 def _draw_status() -> None:

@@ -71,8 +71,9 @@ def test_log_lines_are_plain_and_clear_of_the_progress_line(capsys, configured):
   console.status("step 2/2 | loss: 0.5000")
   console.status("")
   captured = capsys.readouterr()
-  assert captured.out == ("step 1/2 | loss: 1.0000" "\r\033[K" "checkpoint at step 1\n"
-                          "step 1/2 | loss: 1.0000" "\r\033[K"  # the warning: on stderr
+  # Each log line (on stderr) is written between a clearing and a redrawing of the line.
+  assert captured.out == ("step 1/2 | loss: 1.0000" "\r\033[K"
+                          "step 1/2 | loss: 1.0000" "\r\033[K"
                           "step 1/2 | loss: 1.0000" "\r\033[K" "step 2/2 | loss: 0.5000\n")
-  assert captured.err == "something to know\n"
+  assert captured.err == "checkpoint at step 1\nsomething to know\n"
   assert logging.getLogger("tensorflow").level == logging.WARNING
