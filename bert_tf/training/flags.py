@@ -3,6 +3,7 @@
 import dataclasses
 
 from absl import flags
+import absl.logging  # noqa: F401  (defines --verbosity, which define_flags extends)
 
 from bert_tf import console
 from bert_tf.data.corpus import INPUT_FORMATS
@@ -128,7 +129,11 @@ class _VerbosityParser(flags.IntegerParser):
   def parse(self, argument):
     if isinstance(argument, str) and argument.lower() in console.VERBOSITY:
       return console.VERBOSITY[argument.lower()]
-    return super().parse(argument)
+    try:
+      return super().parse(argument)
+    except ValueError:
+      raise ValueError(f"{argument!r}: use debug, info, warning, error or absl's numbers "
+                       "(1 is debug)") from None
 
 
 def config_from_flags(flag_values) -> TrainConfig:
