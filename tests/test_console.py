@@ -59,7 +59,9 @@ def configured():
   with warnings.catch_warnings():
     console.configure(verbosity=0)
     yield
-  ours.handlers, ours.propagate, ours.level, tensorflow.level = saved[:4]
+  ours.handlers, ours.propagate = saved[:2]
+  ours.setLevel(saved[2])  # setLevel, not assignment: it clears the loggers' caches
+  tensorflow.setLevel(saved[3])
   absl_logging.set_verbosity(saved[4])
 
 
