@@ -52,18 +52,21 @@ def printed_steps(text: str) -> list[int]:
           if line.startswith("step ")]
 
 
-@pytest.mark.parametrize("steps_per_execution", [1, 2])
+@pytest.mark.parametrize("steps_per_execution, printed", [
+    (1, [1004, 1008, 1012, 1015]),  # every 4 steps from the resumed step, and the last one
+    (3, [1006, 1009, 1012, 1015]),  # Keras calls once per 3 steps: the first call past each
+])
 def test_off_a_terminal_a_line_every_n_steps_from_the_resumed_step(capsys,
-                                                                    steps_per_execution):
-  callback = progress.Progress(train_steps=1014, global_batch_size=4, terminal=False,
+                                                                    steps_per_execution,
+                                                                    printed):
+  callback = progress.Progress(train_steps=1015, global_batch_size=4, terminal=False,
                                every_steps=4)
-  model = fit(callback, start_step=1000, steps=14, steps_per_epoch=6,
+  model = fit(callback, start_step=1000, steps=15, steps_per_epoch=6,
               steps_per_execution=steps_per_execution)
-  assert callback.step == int(model.optimizer.iterations.numpy()) == 1014
+  assert callback.step == int(model.optimizer.iterations.numpy()) == 1015
   out = capsys.readouterr().out
-  # Every 4 steps from the resumed step 1000, and the last step (1014).
-  assert printed_steps(out) == [1004, 1008, 1012, 1014]
-  assert all("/1,014 | " in line and "loss: " in line for line in out.splitlines())
+  assert printed_steps(out) == printed
+  assert all("/1,015 | " in line and "loss: " in line for line in out.splitlines())
   assert "examples/s" in out.splitlines()[-1] and "left" in out.splitlines()[-1]
   assert "\r" not in out
 

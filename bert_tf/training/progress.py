@@ -64,7 +64,7 @@ class Progress(keras.callbacks.Callback):
 
   def on_train_begin(self, logs=None):
     # One read per fit: where this run (or this part of it) starts.
-    self.step = int(self.model.optimizer.iterations.numpy())
+    self.step = self._shown_step = int(self.model.optimizer.iterations.numpy())
     self._clock = None
 
   def on_epoch_begin(self, epoch, logs=None):
@@ -79,8 +79,9 @@ class Progress(keras.callbacks.Callback):
       self._clock = (now, self.step)
     if self.terminal and now - self._shown_at >= self.every_seconds:
       self._show(now)
-    elif not self.terminal and self.step % self.every_steps == 0:
-      self._show(now)
+    elif not self.terminal and (
+        self.step // self.every_steps > self._shown_step // self.every_steps):
+      self._show(now)  # also when steps_per_execution jumps over the multiple
 
   def on_train_end(self, logs=None):
     if self._logs is not None and self._shown_step != self.step:
