@@ -1,13 +1,15 @@
 """Pre-trains a BERT (MLM + NSP): `python train.py --flagfile=configs/quickstart.flags`."""
 
-import logging
 import os
 import sys
 
 from absl import app, flags
 
-from bert_tf.errors import UserError
-from bert_tf.training import flags as train_flags
+from bert_tf import console
+
+console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
+from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.training import flags as train_flags  # noqa: E402
 
 train_flags.define_flags()
 FLAGS = flags.FLAGS
@@ -23,9 +25,9 @@ def command_line(argv: list[str]) -> list[str]:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  logging.getLogger("bert_tf").setLevel(logging.INFO)
+  console.configure(FLAGS.verbosity)
   config = train_flags.config_from_flags(FLAGS)
-  # Heavy imports after the flags are parsed, so that --help is quick.
+  # Heavy imports after the flags are parsed.
   import tensorflow as tf
   from bert_tf.export import examples
   from bert_tf.training import checkpointing, report, strategy, trainer

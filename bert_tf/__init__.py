@@ -1,12 +1,26 @@
-"""BERT pre-training (MLM + NSP) in TensorFlow 2 / Keras 3."""
+"""BERT pre-training (MLM + NSP) in TensorFlow 2 / Keras 3.
 
-from bert_tf.config import BertConfig
-from bert_tf.data.pipeline import pretraining_dataset
-from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.savedmodel import export_savedmodel
-from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training.optimization import create_optimizer
-from bert_tf.vocab import build_vocabulary
+The names below are imported when first used, so that importing a light module of the package
+(`bert_tf.console`, which must run before TensorFlow is imported) does not import TensorFlow.
+"""
 
-__all__ = ["BertConfig", "Vocabulary", "build_vocabulary", "compile_for_pretraining",
-           "create_optimizer", "export_savedmodel", "pretraining_dataset", "pretraining_model"]
+import importlib
+
+_MODULES = {
+    "BertConfig": "bert_tf.config",
+    "Vocabulary": "bert_tf.data.tokenization",
+    "build_vocabulary": "bert_tf.vocab",
+    "compile_for_pretraining": "bert_tf.model.pretraining",
+    "create_optimizer": "bert_tf.training.optimization",
+    "export_savedmodel": "bert_tf.export.savedmodel",
+    "pretraining_dataset": "bert_tf.data.pipeline",
+    "pretraining_model": "bert_tf.model.pretraining",
+}
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name):
+  if name in _MODULES:
+    return getattr(importlib.import_module(_MODULES[name]), name)
+  raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")

@@ -6,10 +6,11 @@ too high for a small corpus); this module feeds it the corpus's sentences as the
 them and writes the file atomically, with the five special tokens first.
 """
 
+import logging
 import os
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 import tensorflow as tf
 
 from bert_tf import files
@@ -17,6 +18,8 @@ from bert_tf.data import corpus
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
 from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")  # train.py's console shows it; absl's handler otherwise
 
 
 def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
@@ -31,7 +34,7 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   paths = corpus.list_files(file_patterns, data_dir)
   sentences = tf.data.Dataset.from_tensor_slices(paths).flat_map(
       lambda path: corpus.read_documents(path, input_format)).unbatch()
-  logging.info("Learning a %d-token WordPiece vocabulary from %d files", vocab_size,
+  log.info("Learning a %d-token WordPiece vocabulary from %d files", vocab_size,
                len(paths))
   # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
@@ -42,7 +45,7 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   if directory:
     tf.io.gfile.makedirs(directory)
   files.write_text(vocab_file, "".join(token + "\n" for token in tokens))
-  logging.info("Wrote %d tokens to %s", len(tokens), vocab_file)
+  log.info("Wrote %d tokens to %s", len(tokens), vocab_file)
   return Vocabulary(vocab_file)
 
 

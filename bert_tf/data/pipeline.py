@@ -137,7 +137,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         max_predictions_per_seq: int = 20, batch_size: int = 32,
                         seed: int = 0, repeat: bool = True, num_shards: int = 1,
                         shard_index: int = 0, data_dir: str = "data",
-                        with_pairs: bool = False, **config) -> tf.data.Dataset:
+                        with_pairs: bool = False, holdout=None, **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
   Args:
@@ -151,6 +151,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     data_dir: where the built-in corpus is written.
     with_pairs: add a fourth element telling how each pair was made (for the audit):
       `is_next`, `is_short`, and the documents of A and B as (`window`, `document_*`).
+    holdout: a `holdout.Holdout`, applied to the documents as they are read: only the
+      held-out ones (evaluation) or only the others (training).
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
@@ -163,6 +165,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   epochs = tf.data.Dataset.counter() if repeat else tf.data.Dataset.range(1)
   documents = epochs.flat_map(
       lambda epoch: _documents(files, config, seed, epoch, num_shards, shard_index))
+  if holdout:
+    documents = holdout(documents)
   # Shuffling documents mixes the files, so that a window pairs documents of several of them.
   documents = documents.shuffle(config.document_shuffle_buffer, seed=seed)
   windows = documents.ragged_batch(config.documents_per_window).enumerate()

@@ -4,9 +4,14 @@ Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTrai
 directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset).
 """
 
+import logging
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
+
+from bert_tf import console
+
+console.start(sys.argv)  # TensorFlow's start-up lines, unless -v 1
 
 flags.DEFINE_string("model_dir", None, "A train.py model_dir.", required=True)
 flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "hf", "keras_hub"], "Export format.")
@@ -14,16 +19,18 @@ flags.DEFINE_string("output", None, "Directory to write (replaced if it exists).
                     required=True)
 flags.DEFINE_integer("top_k", 5, "fill_mask: predictions per [MASK] (savedmodel).")
 FLAGS = flags.FLAGS
+log = logging.getLogger("bert_tf")
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  console.configure(FLAGS.verbosity)
   from bert_tf.errors import UserError
   from bert_tf.export.trained import export, load_trained
   try:
     trained = load_trained(FLAGS.model_dir)
-    logging.info("Exporting %s as %s to %s", FLAGS.model_dir, FLAGS.format, FLAGS.output)
+    log.info("Exporting %s as %s to %s", FLAGS.model_dir, FLAGS.format, FLAGS.output)
     export(trained, FLAGS.format, FLAGS.output, top_k=FLAGS.top_k)
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)

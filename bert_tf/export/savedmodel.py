@@ -27,7 +27,11 @@ class ServingModule(tf.Module):
   def __init__(self, model: keras.Model, vocabulary: Vocabulary, *, seq_length: int,
                lower_case: bool, top_k: int = 5):
     super().__init__(name="bert_serving")
-    self.model = model
+    # The model's layers, not the model: through `model.optimizer` the model would bring the
+    # optimizer's slots into variables/ (with Adam, twice the model again).
+    self.encoder = model.get_layer("bert_encoder")
+    self.mlm_head = model.get_layer("mlm")
+    self.nsp_head = model.get_layer("nsp")
     self.tokenizer = vocabulary.tokenizer(lower_case)
     self.tokens = tf.constant(vocabulary.tokens)
     self.cls_id, self.sep_id, self.mask_id = (
@@ -60,9 +64,6 @@ class ServingModule(tf.Module):
         "padding_mask": tf.cast(tf.ones_like(token_ids).to_tensor(), tf.int32),
     }
 
-  def _encoder(self):
-    return self.model.get_layer("bert_encoder")
-
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   def fill_mask(self, text):
     # Split at the literal "[MASK]" so the tokenizer never sees it; rejoin with its id.
@@ -83,9 +84,11 @@ class ServingModule(tf.Module):
         "token_ids": token_ids.to_tensor(),
         "segment_ids": tf.zeros_like(token_ids).to_tensor(),
         "padding_mask": tf.ones_like(token_ids).to_tensor(),
-        "masked_positions": tf.cast(positions.to_tensor(), tf.int32),
     }
-    logits = self.model(features, training=False)["mlm"]  # [batch, masks, vocab]
+    encoded = self.encoder(features, training=False)
+    logits = self.mlm_head(encoded["sequence_output"], training=False,
+                           mask_positions=tf.cast(positions.to_tensor(), tf.int32))
+    # [batch, masks, vocab]
     probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), k=self.top_k)
     return {
         "tokens": tf.where(is_slot[..., None], tf.gather(self.tokens, ids), ""),
@@ -95,14 +98,14 @@ class ServingModule(tf.Module):
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                 tf.TensorSpec([None], tf.string, name="text_b")])
   def is_next(self, text_a, text_b):
-    encoded = self._encoder()(self._model_inputs(text_a, text_b), training=False)
-    logits = self.model.get_layer("nsp")(encoded["pooled_output"])  # [batch, 2]
+    encoded = self.encoder(self._model_inputs(text_a, text_b), training=False)
+    logits = self.nsp_head(encoded["pooled_output"])  # [batch, 2]
     return {"probability": tf.nn.softmax(logits)[:, 1]}  # class 1 = IsNext
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                 tf.TensorSpec([None], tf.string, name="text_b")])
   def encode(self, text_a, text_b):
-    encoded = self._encoder()(self._model_inputs(text_a, text_b), training=False)
+    encoded = self.encoder(self._model_inputs(text_a, text_b), training=False)
     return {"pooled_output": encoded["pooled_output"],
             "sequence_output": encoded["sequence_output"]}
 

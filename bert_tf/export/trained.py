@@ -27,6 +27,13 @@ class Trained:
   seq_length: int
 
 
+def save_weights(model: keras.Model, model_dir: str) -> None:
+  """Writes the model's weights, without its optimizer's (Adam's two slots per weight would
+  triple the file; checkpoints keep them for resuming)."""
+  keras.saving.save_weights(model, os.path.join(model_dir, WEIGHTS_FILE),
+                            objects_to_skip=[model.optimizer] if model.optimizer else None)
+
+
 def load_trained(model_dir: str) -> Trained:
   for name in (CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE, TRAIN_CONFIG_FILE):
     if not tf.io.gfile.exists(os.path.join(model_dir, name)):

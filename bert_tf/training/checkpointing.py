@@ -14,6 +14,7 @@ this is written here on `tf.train.CheckpointManager`:
   batches (the checkpoint's `data_step`, batches consumed, then runs ahead of the step).
 """
 
+import logging
 import math
 import os
 import signal
@@ -26,6 +27,8 @@ from bert_tf.errors import UserError
 
 
 CHECKPOINTS = "checkpoints"  # under model_dir
+
+log = logging.getLogger("bert_tf")
 
 
 def is_training_directory(path: str) -> bool:
@@ -145,6 +148,7 @@ class CheckpointEvery(keras.callbacks.Callback):
       self.model.stop_training = True
     elif step % self.every == 0 or step >= self.train_steps:
       self.checkpointer.save()
+      log.info("checkpoint at step %s", f"{step:,}")
     if step >= self.train_steps:
       self.model.stop_training = True
 

@@ -3,7 +3,9 @@
 import dataclasses
 
 from absl import flags
+import absl.logging  # noqa: F401  (defines --verbosity, which define_flags extends)
 
+from bert_tf import console
 from bert_tf.data.corpus import INPUT_FORMATS
 from bert_tf.training import precision
 from bert_tf.training.optimization import OPTIMIZERS
@@ -21,7 +23,12 @@ def define_flags() -> None:
                       "URL. `builtin` is Python's language reference (pydoc_data.topics), "
                       "written under --data_dir when first needed.")
   flags.DEFINE_string("eval_files", d.eval_files,
-                      "Held-out corpus evaluated at the end (same forms as --input_files).")
+                      "Held-out corpus evaluated while training and at the end (same forms "
+                      "as --input_files).")
+  flags.DEFINE_float("eval_fraction", d.eval_fraction,
+                     "Instead of --eval_files: hold out this share of the training corpus's "
+                     "documents, chosen by a hash of each document's text (never trained on, "
+                     "whatever the shard or epoch), and evaluate on them.")
   flags.DEFINE_enum("input_format", d.input_format, list(INPUT_FORMATS),
                     "sentence_per_line: one sentence a line, blank lines between documents. "
                     "paragraph_per_line: each line a document, split into sentences.")
@@ -102,9 +109,31 @@ def define_flags() -> None:
                     "On a non-finite loss: stop (nothing saved), or roll back to the last "
                     "checkpoint and go on after the offending batches (at most 3 times).")
   flags.DEFINE_integer("eval_steps", d.eval_steps,
-                       "Batches measured for the final metrics and the held-out evaluation.")
-  flags.DEFINE_integer("verbose", d.verbose, "Keras verbosity: 0 silent, 1 progress bar, "
-                       "2 one line per interval.")
+                       "Batches measured for the final metrics and each held-out evaluation.")
+  flags.DEFINE_integer("eval_every", d.eval_every,
+                       "Steps between held-out evaluations, a multiple of --checkpoint_every "
+                       "(0: every checkpoint). Only with --eval_files or --eval_fraction.")
+  flags.DEFINE_integer("verbose", d.verbose, "0: no progress line. 1: one progress line for "
+                       "the run, rewritten in place on a terminal, a line every few steps "
+                       "otherwise.")
+  # absl defines --verbosity (-v) itself, as a number; it also takes a name here.
+  flags.FLAGS["verbosity"].parser = _VerbosityParser()
+  flags.FLAGS["verbosity"].help = (
+      "info (default): our lines only. debug (or -v 1): also TensorFlow's, absl's and "
+      "Keras's own log lines and warnings. Also warning, error, or absl's numbers.")
+
+
+class _VerbosityParser(flags.IntegerParser):
+  """absl's verbosity, by name (debug, info, warning, error) or number."""
+
+  def parse(self, argument):
+    if isinstance(argument, str) and argument.lower() in console.VERBOSITY:
+      return console.VERBOSITY[argument.lower()]
+    try:
+      return super().parse(argument)
+    except ValueError:
+      raise ValueError(f"{argument!r}: use debug, info, warning, error or absl's numbers "
+                       "(1 is debug)") from None
 
 
 def config_from_flags(flag_values) -> TrainConfig:

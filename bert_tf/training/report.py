@@ -6,26 +6,32 @@ import tensorflow as tf
 
 
 def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> None:
-  """Draws losses and accuracies against optimizer steps from `TrainingCurves`' file."""
+  """Draws losses and accuracies against optimizer steps from `history.jsonl`: training's
+  running means (solid) and the held-out evaluations (dashed, same colour), when there are."""
   import matplotlib
   matplotlib.use("Agg")  # no display needed
   from matplotlib import pyplot
 
   with tf.io.gfile.GFile(history_path) as f:
     records = [json.loads(line) for line in f if line.strip()]
-  steps = [r["step"] for r in records]
   figure, (losses, accuracies) = pyplot.subplots(1, 2, figsize=(11, 4))
-  for name in ("loss", "mlm_loss", "nsp_loss"):
-    losses.plot(steps, [r.get(name) for r in records], label=name)
-  for name in ("mlm_accuracy", "nsp_accuracy"):
-    accuracies.plot(steps, [r.get(name) for r in records], label=name)
+  for axes, names in ((losses, ("loss", "mlm_loss", "nsp_loss")),
+                      (accuracies, ("mlm_accuracy", "nsp_accuracy"))):
+    for name in names:
+      train = [(r["step"], r[name]) for r in records if name in r]
+      held_out = [(r["step"], r["eval_" + name]) for r in records if "eval_" + name in r]
+      (line,) = axes.plot(*zip(*train), label=name) if train else axes.plot([], [])
+      if held_out:
+        axes.plot(*zip(*held_out), color=line.get_color(), linestyle="--", marker=".",
+                  label=f"{name} (held out)")
   accuracies.axhline(baseline_accuracy, color="gray", linestyle=":",
                      label="most frequent token")
-  accuracies.axhline(0.5, color="gray", linestyle="--", label="NSP chance")
+  accuracies.axhline(0.5, color="gray", linestyle="-.", label="NSP chance")
   for axes, title in ((losses, "Loss"), (accuracies, "Accuracy")):
     axes.set_xlabel("step")
-    axes.set_title(title + " (running mean within each checkpoint interval)")
-    axes.legend()
+    axes.set_title(title + " (training: running mean within each checkpoint interval)",
+                   fontsize=9)
+    axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
   figure.tight_layout()
   with tf.io.gfile.GFile(png_path, "wb") as f:
@@ -34,7 +40,8 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
 
 
 def summary(metrics: dict) -> str:
-  """The final figures in three lines, the baselines beside the accuracies."""
+  """The final figures in three lines, the baselines beside the accuracies, and a fourth for
+  the held-out data when there is some."""
   return "\n".join([
       f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:.0f} examples/s.",
       f"MLM accuracy {metrics['mlm_accuracy']:.3f} (always predicting the most frequent "
@@ -42,4 +49,7 @@ def summary(metrics: dict) -> str:
       f"{metrics['mlm_loss']:.3f}.",
       f"NSP accuracy {metrics['nsp_accuracy']:.3f} (chance: 0.5); NSP loss "
       f"{metrics['nsp_loss']:.3f}.",
+      *([f"Held out: MLM accuracy {metrics['eval_mlm_accuracy']:.3f}, MLM loss "
+         f"{metrics['eval_mlm_loss']:.3f}; NSP accuracy {metrics['eval_nsp_accuracy']:.3f}, "
+         f"NSP loss {metrics['eval_nsp_loss']:.3f}."] if "eval_mlm_loss" in metrics else []),
   ])

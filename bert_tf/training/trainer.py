@@ -17,6 +17,7 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.config import resolve_config
 from bert_tf.data import corpus
+from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import PipelineConfig, pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -27,7 +28,8 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
                                             load_tf1_checkpoint)
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, optimization, precision, report
+from bert_tf.training import checkpointing, evaluation, optimization, precision, progress
+from bert_tf.training import report
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
@@ -51,6 +53,7 @@ class TrainConfig:
   # Data.
   input_files: str = "builtin"
   eval_files: str = ""
+  eval_fraction: float = 0.0  # Or hold out this share of input_files' documents for eval.
   data_dir: str = "data"
   vocab_file: str = "data/vocab.txt"
   vocab_size: int = 8000  # Only when the vocabulary is built here.
@@ -93,7 +96,8 @@ class TrainConfig:
   keep_checkpoints: int = 3
   on_nan: str = "stop"  # or "rollback" to the last checkpoint, skipping the bad batches
   eval_steps: int = 50  # Batches for the most-frequent-token baseline and evaluation.
-  verbose: int = 1
+  eval_every: int = 0  # Steps between held-out evaluations; 0: every checkpoint.
+  verbose: int = 1  # 0: no progress line (training/progress.py)
 
   def pipeline_options(self) -> dict:
     return {name: getattr(self, name) for name in PIPELINE_FIELDS if hasattr(self, name)}
@@ -137,8 +141,7 @@ def prepare(config: TrainConfig):
                  **config.pipeline_options()).check()
   corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
                         config.input_format, needed=2 if config.nsp else 1)
-  if config.eval_files:
-    corpus.list_files(config.eval_files, config.data_dir)
+  evaluation.check_held_out(config)
   _check_model_dir(config.model_dir)
   if not tf.io.gfile.exists(config.vocab_file):
     log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
@@ -164,12 +167,27 @@ def prepare(config: TrainConfig):
 
 
 def _dataset(config: TrainConfig, vocabulary, file_patterns, *, batch_size, seed, repeat,
-             num_shards=1, shard_index=0):
+             num_shards=1, shard_index=0, held_out=False):
+  """With --eval_fraction, the held-out documents (`held_out`) or all the others."""
+  split = Holdout(config.eval_fraction, held_out) if config.eval_fraction else None
   return pretraining_dataset(
       file_patterns, vocabulary, seq_length=config.seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
       seed=seed, repeat=repeat, num_shards=num_shards, shard_index=shard_index,
-      data_dir=config.data_dir, **config.pipeline_options())
+      data_dir=config.data_dir, holdout=split, **config.pipeline_options())
+
+
+def _held_out_evaluation(config: TrainConfig, vocabulary):
+  """The callback evaluating --eval_files or the --eval_fraction documents; None without."""
+  if not (config.eval_files or config.eval_fraction):
+    return None
+  return evaluation.HeldOutEvaluation(
+      lambda: _dataset(config, vocabulary, config.eval_files or config.input_files,
+                       batch_size=config.global_batch_size, seed=config.seed, repeat=True,
+                       held_out=True),
+      steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
+      train_steps=config.train_steps, log_dir=os.path.join(config.model_dir, "logs"),
+      history_path=os.path.join(config.model_dir, "history.jsonl"))
 
 
 def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
@@ -181,12 +199,6 @@ def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> 
     counts.update(ids.tolist())
   total = sum(counts.values())
   return counts.most_common(1)[0][1] / total if total else 0.0
-
-
-def _evaluate(model, dataset, steps) -> dict:
-  results = model.evaluate(dataset, steps=steps, return_dict=True, verbose=0)
-  return {name: float(results[name]) for name in
-          ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")}
 
 
 def train(config: TrainConfig, flags_text: str = "") -> dict:
@@ -249,6 +261,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
 
   throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
+  held_out = _held_out_evaluation(config, vocabulary)  # None without held-out data
   if start_step >= config.train_steps:
     log.info("Training already complete (step %d): measuring and exporting", start_step)
   elif not checkpointer.latest_step:
@@ -270,7 +283,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     epochs, steps_per_epoch = checkpointing.intervals(
         checkpointer.step, config.train_steps, config.checkpoint_every)
     model.fit(
-        train_data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=config.verbose,
+        train_data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
         callbacks=[
             guard,
             throughput,
@@ -278,6 +291,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
             callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
                                          every=max(1, min(20, config.train_steps // 100))),
             keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
+            *([held_out] if held_out else []),
+            *([progress.Progress(config.train_steps, config.global_batch_size)]
+              if config.verbose else []),
         ])
     if guard.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
       rollbacks += 1
@@ -291,22 +307,19 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
       continue
     if guard.stop_reason:
       raise checkpointing.TrainingStopped(guard.stop_reason)
-  model.save_weights(os.path.join(config.model_dir, trained.WEIGHTS_FILE))
+  trained.save_weights(model, config.model_dir)  # the model's weights, not the optimizer's
 
   # Final figures on fresh batches (new pairs and masks, dropout off), so that they are the
   # same whether this run trained or found its training already complete.
   measured = _dataset(config, vocabulary, config.input_files,
                       batch_size=config.global_batch_size, seed=config.seed + 1, repeat=True)
-  metrics = _evaluate(model, measured, config.eval_steps)
+  metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(
       steps=int(optimizer.iterations.numpy()),
       examples_per_second=throughput.examples_per_second,
       most_frequent_token_accuracy=most_frequent_token_accuracy(measured, config.eval_steps))
-  if config.eval_files:
-    held_out = _dataset(config, vocabulary, config.eval_files,
-                        batch_size=config.global_batch_size, seed=config.seed, repeat=False)
-    metrics.update({f"eval_{name}": value for name, value in
-                    _evaluate(model, held_out, config.eval_steps).items()})
+  if held_out:
+    metrics.update(held_out.evaluate(model))
   files.write_json(os.path.join(config.model_dir, "metrics.json"), metrics)
   report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
                      os.path.join(config.model_dir, "curves.png"),

@@ -1,0 +1,140 @@
+"""What the console shows: our lines (what is being built, progress, checkpoints, the summary)
+and real errors; TensorFlow's, absl's and Keras's routine chatter only with `--verbosity=debug`.
+
+Each kind of noise is silenced where it comes from:
+- TensorFlow's C++ log lines: `TF_CPP_MIN_LOG_LEVEL`, set before TensorFlow is imported.
+- The lines its shared libraries print while they load (absl's `InitializeLog` warning, the
+  oneDNN notice, "Could not find cuda drivers", the CPU-instructions notice) come before that
+  setting is read: they are filtered out of what the import writes to stderr, by pattern;
+  anything else the import writes still reaches stderr. (oneDNN stays on: only its notice goes.)
+- Python: the `tensorflow` logger (the SavedModel writer's INFO lines) and absl's verbosity set
+  to warnings; Keras's `shuffle=True` UserWarning (meaningless for a tf.data dataset) ignored.
+
+`bert_tf`'s own log records are printed as plain lines on stderr (where absl printed them;
+results such as the summary go to stdout), clear of the in-place progress line (`status`, on
+stdout).
+"""
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import tempfile
+import warnings
+
+# Lines TensorFlow's and tensorflow-text's libraries print while they load.
+STARTUP_NOISE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called"
+    r"|[IWE]\d{4} [\d:. ]+\d+ (port|cudart_stub|cpu_feature_guard|cuda_\w+)\.cc:\d+\]"
+    r"|To enable the following instructions: .* rebuild TensorFlow")
+
+# The absl/--verbosity levels by name (absl's -v takes the numbers).
+VERBOSITY = {"debug": 1, "info": 0, "warning": -1, "error": -2}
+
+log = logging.getLogger("bert_tf")
+
+
+def asks_for_debug(argv: list[str]) -> bool:
+  """Whether the command line says `--verbosity=debug` (or -v 1 and up): read before the
+  flags are parsed, because the C++ log level must be set before TensorFlow is imported."""
+  for i, arg in enumerate(argv):
+    name, equals, value = arg.partition("=")
+    if name in ("-v", "--v", "-verbosity", "--verbosity"):
+      value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+      value = str(VERBOSITY.get(value.lower(), value))
+      if value.lstrip("-").isdigit() and int(value) >= VERBOSITY["debug"]:
+        return True
+  return False
+
+
+@contextlib.contextmanager
+def _filtered_stderr(pattern: re.Pattern):
+  """Runs the block with file descriptor 2 captured, then writes back every line of it that
+  `pattern` does not match (C++ code writes to the descriptor, not to `sys.stderr`)."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile(mode="w+b") as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      yield
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      captured.seek(0)
+      for line in captured.read().decode("utf-8", "replace").splitlines(keepends=True):
+        if not pattern.search(line):
+          sys.stderr.write(line)
+      sys.stderr.flush()
+
+
+def start(argv: list[str]) -> None:
+  """Call before anything imports TensorFlow: sets the C++ log level and imports TensorFlow
+  and tensorflow-text with their start-up lines filtered out (unless debug is asked for)."""
+  if asks_for_debug(argv):
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    return
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the user's own setting wins
+  with _filtered_stderr(STARTUP_NOISE):
+    import tensorflow  # noqa: F401
+    import tensorflow_text  # noqa: F401
+
+
+class _Lines(logging.Handler):
+  """Prints `bert_tf` records as plain lines, rewriting the progress line after them."""
+
+  def emit(self, record):
+    _clear_status()
+    sys.stderr.write(self.format(record) + "\n")
+    sys.stderr.flush()
+    _draw_status()
+
+
+def configure(verbosity: int) -> None:
+  """Sets Python's loggers and warnings after the flags are parsed (absl's verbosity)."""
+  handler = _Lines()
+  handler.setFormatter(logging.Formatter("%(message)s"))
+  log.handlers = [handler]
+  log.propagate = False
+  log.setLevel(logging.DEBUG if verbosity >= VERBOSITY["debug"] else logging.INFO)
+  if verbosity >= VERBOSITY["debug"]:
+    return
+  from absl import logging as absl_logging
+  absl_logging.set_verbosity(absl_logging.WARNING)
+  logging.getLogger("tensorflow").setLevel(logging.WARNING)
+  warnings.filterwarnings("ignore", message=r"`shuffle=True` was passed", category=UserWarning)
+
+
+# The in-place progress line on a terminal: the text last drawn, redrawn after other lines.
+_status = ""
+
+
+def is_terminal() -> bool:
+  return sys.stdout.isatty()
+
+
+def status(text: str) -> None:
+  """Rewrites the in-place line (a terminal's last line) with `text`; "" ends it."""
+  global _status
+  if not text:
+    if _status:
+      sys.stdout.write("\n")
+      sys.stdout.flush()
+    _status = ""
+    return
+  _clear_status()
+  _status = text
+  _draw_status()
+
+
+def _clear_status() -> None:
+  if _status:
+    sys.stdout.write("\r\033[K")
+    sys.stdout.flush()
+
+
+def _draw_status() -> None:
+  if _status:
+    sys.stdout.write(_status)
+    sys.stdout.flush()

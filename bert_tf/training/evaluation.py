@@ -1,0 +1,106 @@
+"""Evaluation on held-out data while training (`--eval_every`, `--eval_steps`).
+
+Evaluations run at the end of a Keras epoch (a checkpoint interval here): Keras's `evaluate`
+shares the compiled metrics with training and resets them, so evaluating inside an interval
+would corrupt its running training means. Each evaluation measures the same `steps` batches
+(dropout off): the first ones of a dataset made afresh from the same seed (a dataset object
+reshuffles on each pass; nothing is held in memory), so successive figures compare. Each goes
+to:
+- TensorBoard, as an `eval` run beside Keras's `train` run, under the same tags
+  (`epoch_loss`, `epoch_mlm_accuracy`, ...) and the same x axis (the epoch), so the two curves
+  share a chart;
+- `history.jsonl`, as records `{"step": ..., "eval_loss": ..., ...}` for curves.png;
+- the console, as one line.
+"""
+
+import json
+import logging
+import math
+import os
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from bert_tf.data import corpus, holdout
+from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")
+
+METRICS = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
+
+
+def check_held_out(config) -> None:
+  """A `TrainConfig`'s --eval_files or --eval_fraction (not both), each with enough documents,
+  and its --eval_every."""
+  needed = 2 if config.nsp else 1
+  if config.eval_files and config.eval_fraction:
+    raise UserError("give --eval_files or --eval_fraction, not both")
+  if not 0 <= config.eval_fraction < 1:
+    raise UserError(f"eval_fraction {config.eval_fraction} is not in [0, 1)")
+  if config.eval_every < 0 or config.eval_every % config.checkpoint_every:
+    raise UserError(f"eval_every {config.eval_every} is not a multiple of checkpoint_every "
+                    f"{config.checkpoint_every} (evaluations run at checkpoint intervals' ends)")
+  if config.eval_every and not (config.eval_files or config.eval_fraction):
+    raise UserError("--eval_every needs held-out data: --eval_files or --eval_fraction")
+  if config.eval_files:
+    corpus.check_documents(corpus.list_files(config.eval_files, config.data_dir),
+                           config.input_format, needed)
+  if config.eval_fraction:
+    holdout.check_split(corpus.list_files(config.input_files, config.data_dir),
+                        config.input_format, config.eval_fraction, needed)
+
+
+def evaluate(model: keras.Model, dataset: tf.data.Dataset, steps: int,
+             prefix: str = "eval_") -> dict:
+  """Losses and accuracies of `model` on the first `steps` batches of `dataset`, names
+  prefixed."""
+  results = model.evaluate(dataset, steps=steps, return_dict=True, verbose=0)
+  return {prefix + name: float(results[name]) for name in METRICS}
+
+
+class HeldOutEvaluation(keras.callbacks.Callback):
+  """Evaluates every `every` steps (at the end of the interval that reaches a multiple of it)
+  and at `train_steps`."""
+
+  def __init__(self, make_dataset: Callable[[], tf.data.Dataset], *, steps: int, every: int,
+               train_steps: int, log_dir: str, history_path: str):
+    super().__init__()
+    self.make_dataset = make_dataset  # the held-out batches, the same on each call
+    self.steps = steps
+    self.every = every
+    self.train_steps = train_steps
+    self.log_dir = log_dir
+    self.history_path = history_path
+    self._last_step = 0
+    self._writer = None
+
+  def on_train_begin(self, logs=None):
+    self._last_step = int(self.model.optimizer.iterations.numpy())
+
+  def on_epoch_end(self, epoch, logs=None):
+    step = int(self.model.optimizer.iterations.numpy())  # once per interval
+    reached = step // self.every > self._last_step // self.every
+    finished = step >= self.train_steps and step > self._last_step
+    loss = (logs or {}).get("loss")
+    if not (reached or finished) or (loss is not None and not math.isfinite(float(loss))):
+      return
+    self._last_step = step
+    results = self.evaluate(self.model)
+    self._write(epoch, step, results)
+    log.info("held-out at step %s: %s", f"{step:,}",
+             " ".join(f"{name}: {value:.4f}" for name, value in results.items()))
+
+  def evaluate(self, model: keras.Model) -> dict:
+    """`eval_*` figures of `model` now (also used once training is over)."""
+    return evaluate(model, self.make_dataset(), self.steps)
+
+  def _write(self, epoch: int, step: int, results: dict) -> None:
+    if self._writer is None:
+      self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "eval"))
+    with self._writer.as_default():
+      for name, value in results.items():
+        tf.summary.scalar("epoch_" + name.removeprefix("eval_"), value, step=epoch)
+    self._writer.flush()
+    with tf.io.gfile.GFile(self.history_path, "a") as f:
+      f.write(json.dumps({"step": step, **results}) + "\n")

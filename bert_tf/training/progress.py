@@ -1,0 +1,104 @@
+"""One progress line for the whole run, in optimizer steps, in place of Keras's per-epoch bars
+(Keras epochs are checkpoint intervals here):
+
+    step 1,500/2,000 | 79 examples/s | 6m 20s left | loss: 5.123 mlm_loss: 4.470 ...
+
+On a terminal the line is rewritten in place; otherwise (CI, a log file) a line is printed
+every `every_steps` steps. Nothing is read back from the device on a step that prints nothing:
+the step is counted on the host from the batch index, and the logs are read only to print.
+"""
+
+import shutil
+import time
+
+import keras
+
+from bert_tf import console
+
+SHOWN = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
+
+
+def lines_every(train_steps: int) -> int:
+  """Steps between printed lines off a terminal: about 20 lines a run, at least every 100."""
+  return max(1, min(100, train_steps // 20))
+
+
+def duration(seconds: float) -> str:
+  """3h 05m, 6m 20s, 42s."""
+  seconds = int(round(seconds))
+  if seconds >= 3600:
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+  if seconds >= 60:
+    return f"{seconds // 60}m {seconds % 60:02d}s"
+  return f"{seconds}s"
+
+
+def progress_line(step: int, train_steps: int, examples_per_second: float | None,
+                  seconds_left: float | None, logs: dict) -> str:
+  parts = [f"step {step:,}/{train_steps:,}"]
+  if examples_per_second is not None:
+    parts.append(f"{examples_per_second:,.0f} examples/s")
+  if seconds_left is not None:
+    parts.append(f"{duration(seconds_left)} left")
+  parts.append(" ".join(f"{name}: {float(logs[name]):.4f}" for name in SHOWN if name in logs))
+  return " | ".join(parts)
+
+
+class Progress(keras.callbacks.Callback):
+  """Shows the run's progress; use with `fit(verbose=0)`."""
+
+  def __init__(self, train_steps: int, global_batch_size: int, *, terminal: bool | None = None,
+               every_steps: int | None = None, every_seconds: float = 0.5):
+    super().__init__()
+    self.train_steps = train_steps
+    self.global_batch_size = global_batch_size
+    self.terminal = console.is_terminal() if terminal is None else terminal
+    self.every_steps = every_steps or lines_every(train_steps)
+    self.every_seconds = every_seconds
+    self.step = 0
+    self._epoch_start_step = 0
+    self._clock = None  # (time, step) of the first finished step: tracing left out
+    self._shown_at = 0.0
+    self._shown_step = None
+    self._logs = None  # the last step's logs, unread until shown
+
+  def on_train_begin(self, logs=None):
+    # One read per fit: where this run (or this part of it) starts.
+    self.step = self._shown_step = int(self.model.optimizer.iterations.numpy())
+    self._clock = None
+
+  def on_epoch_begin(self, epoch, logs=None):
+    self._epoch_start_step = self.step
+
+  def on_train_batch_end(self, batch, logs=None):
+    # With steps_per_execution=N, Keras calls this once per N steps with the last batch index.
+    self.step = self._epoch_start_step + batch + 1
+    self._logs = logs
+    now = time.monotonic()
+    if self._clock is None:
+      self._clock = (now, self.step)
+    if self.terminal and now - self._shown_at >= self.every_seconds:
+      self._show(now)
+    elif not self.terminal and (
+        self.step // self.every_steps > self._shown_step // self.every_steps):
+      self._show(now)  # also when steps_per_execution jumps over the multiple
+
+  def on_train_end(self, logs=None):
+    if self._logs is not None and self._shown_step != self.step:
+      self._show(time.monotonic())
+    if self.terminal:
+      console.status("")
+
+  def _show(self, now: float) -> None:
+    self._shown_at, self._shown_step = now, self.step
+    rate = left = None
+    start_time, start_step = self._clock
+    if self.step > start_step and now > start_time:
+      steps_per_second = (self.step - start_step) / (now - start_time)
+      rate = steps_per_second * self.global_batch_size
+      left = (self.train_steps - self.step) / steps_per_second
+    line = progress_line(self.step, self.train_steps, rate, left, self._logs or {})
+    if self.terminal:
+      console.status(line[:shutil.get_terminal_size().columns - 1])
+    else:
+      print(line, flush=True)

@@ -1,0 +1,81 @@
+"""The console's pieces: who asks for debug, the start-up filter, our log lines and the in-place
+line. (train.py's console as a whole: test_watching.py.)"""
+
+import logging
+import os
+
+import pytest
+
+from bert_tf import console
+
+STARTUP_LINES = [
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+    "I0000 00:00:1796086497.473981    5727 port.cc:153] oneDNN custom operations are on. You "
+    "may see slightly different numerical results due to floating-point round-off errors from "
+    "different computation orders. To turn them off, set the environment variable "
+    "`TF_ENABLE_ONEDNN_OPTS=0`.\n",
+    "I0000 00:00:1796086497.474361    5727 cudart_stub.cc:31] Could not find cuda drivers on "
+    "your machine, GPU will not be used.\n",
+    "I0000 00:00:1796086497.688666    5727 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.\n",
+    "To enable the following instructions: AVX2 AVX512F AVX512_VNNI AVX512_BF16 FMA, in other "
+    "operations, rebuild TensorFlow with the appropriate compiler flags.\n",
+    "E0000 00:00:1796086503.410772    5727 cuda_platform.cc:52] failed call to cuInit: "
+    "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n",
+]
+
+
+@pytest.mark.parametrize("argv, debug", [
+    (["train.py"], False),
+    (["train.py", "--verbosity=debug"], True),
+    (["train.py", "--verbosity", "DEBUG"], True),
+    (["train.py", "-v", "1"], True),
+    (["train.py", "-v=2"], True),
+    (["train.py", "--verbosity=info"], False),
+    (["train.py", "--verbosity=0"], False),
+    (["train.py", "-v"], False),
+    (["train.py", "--verbose=1"], False),
+])
+def test_asks_for_debug(argv, debug):
+  assert console.asks_for_debug(argv) is debug
+
+
+def test_startup_lines_are_filtered_at_the_file_descriptor_and_the_rest_kept(capfd):
+  real_error = "Traceback: something really went wrong\n"
+  with console._filtered_stderr(console.STARTUP_NOISE):
+    for line in STARTUP_LINES[:3] + [real_error] + STARTUP_LINES[3:]:
+      os.write(2, line.encode())  # as C++ code writes, below Python's sys.stderr
+  assert capfd.readouterr().err == real_error
+
+
+@pytest.fixture
+def configured():
+  """console.configure(info), Python's logging as it was afterwards."""
+  import warnings
+  from absl import logging as absl_logging
+  ours, tensorflow = logging.getLogger("bert_tf"), logging.getLogger("tensorflow")
+  saved = (ours.handlers, ours.propagate, ours.level, tensorflow.level,
+           absl_logging.get_verbosity())
+  with warnings.catch_warnings():
+    console.configure(verbosity=0)
+    yield
+  ours.handlers, ours.propagate = saved[:2]
+  ours.setLevel(saved[2])  # setLevel, not assignment: it clears the loggers' caches
+  tensorflow.setLevel(saved[3])
+  absl_logging.set_verbosity(saved[4])
+
+
+def test_log_lines_are_plain_and_clear_of_the_progress_line(capsys, configured):
+  log = logging.getLogger("bert_tf")
+  console.status("step 1/2 | loss: 1.0000")
+  log.info("checkpoint at step 1")
+  log.warning("something to know")
+  console.status("step 2/2 | loss: 0.5000")
+  console.status("")
+  captured = capsys.readouterr()
+  # Each log line (on stderr) is written between a clearing and a redrawing of the line.
+  assert captured.out == ("step 1/2 | loss: 1.0000" "\r\033[K"
+                          "step 1/2 | loss: 1.0000" "\r\033[K"
+                          "step 1/2 | loss: 1.0000" "\r\033[K" "step 2/2 | loss: 0.5000\n")
+  assert captured.err == "checkpoint at step 1\nsomething to know\n"
+  assert logging.getLogger("tensorflow").level == logging.WARNING

@@ -1,0 +1,114 @@
+"""Held-out evaluation during `fit`: at the right steps, the same batches each time, and written
+to TensorBoard's `eval` run and history.jsonl."""
+
+import dataclasses
+import json
+import logging
+import os
+
+import keras
+import pytest
+
+from bert_tf.config import BertConfig
+from bert_tf.data.holdout import Holdout
+from bert_tf.data.pipeline import pretraining_dataset
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.training import evaluation
+from bert_tf.training.trainer import TrainConfig
+
+EVAL_STEPS = 2
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory, corpus_pattern, vocab_file):
+  """A two-layer BERT of width 32 trained 7 steps in intervals of 2, evaluated every 4."""
+  keras.utils.set_random_seed(0)
+  model_dir = str(tmp_path_factory.mktemp("run"))
+  vocabulary = Vocabulary(vocab_file)
+
+  def batches(held_out: bool, seed: int):
+    return pretraining_dataset(corpus_pattern, vocabulary, seq_length=32,
+                               max_predictions_per_seq=5, batch_size=8, seed=seed,
+                               holdout=Holdout(0.3, held_out))
+
+  model = pretraining_model(BertConfig(
+      vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+      intermediate_size=64))
+  compile_for_pretraining(model, keras.optimizers.Adam(1e-3))
+  callback = evaluation.HeldOutEvaluation(
+      lambda: batches(held_out=True, seed=0), steps=EVAL_STEPS, every=4, train_steps=7,
+      log_dir=os.path.join(model_dir, "logs"),
+      history_path=os.path.join(model_dir, "history.jsonl"))
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  logger = logging.getLogger("bert_tf")
+  logger.addHandler(handler)
+  level = logger.level
+  logger.setLevel(logging.INFO)
+  try:
+    # Epoch ends at steps 2, 4, 6, 7 (the last interval cut short, as the trainer does).
+    model.fit(batches(held_out=False, seed=1), epochs=4, steps_per_epoch=2, verbose=0,
+              callbacks=[callback, StopAt(7)])
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+  return model, callback, model_dir, [r.getMessage() for r in records]
+
+
+class StopAt(keras.callbacks.Callback):
+  def __init__(self, step):
+    super().__init__()
+    self.step = step
+
+  def on_train_batch_end(self, batch, logs=None):
+    if int(self.model.optimizer.iterations.numpy()) >= self.step:
+      self.model.stop_training = True
+
+
+def test_evaluates_at_multiples_of_every_and_at_the_end(fitted):
+  _, _, model_dir, messages = fitted
+  with open(os.path.join(model_dir, "history.jsonl")) as f:
+    records = [json.loads(line) for line in f]
+  assert [r["step"] for r in records] == [4, 7]
+  for record in records:
+    assert set(record) == {"step", "eval_loss", "eval_mlm_loss", "eval_nsp_loss",
+                           "eval_mlm_accuracy", "eval_nsp_accuracy"}
+    assert record["eval_loss"] == pytest.approx(
+        record["eval_mlm_loss"] + record["eval_nsp_loss"], rel=1e-5)
+    assert 0 <= record["eval_mlm_accuracy"] <= 1 and 0 <= record["eval_nsp_accuracy"] <= 1
+  assert [m.split(":")[0] for m in messages] == ["held-out at step 4", "held-out at step 7"]
+
+
+def test_eval_run_in_tensorboard_beside_train(fitted):
+  from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+  _, _, model_dir, _ = fitted
+  events = EventAccumulator(os.path.join(model_dir, "logs", "eval"))
+  events.Reload()
+  tags = events.Tags()["tensors"]
+  assert {"epoch_loss", "epoch_mlm_loss", "epoch_nsp_loss", "epoch_mlm_accuracy",
+          "epoch_nsp_accuracy"} <= set(tags)
+  # The x axis is Keras's epoch, as in the `train` run: evaluations after epochs 1 and 3.
+  assert [event.step for event in events.Tensors("epoch_loss")] == [1, 3]
+
+
+def test_each_evaluation_measures_the_same_batches(fitted):
+  model, callback, model_dir, _ = fitted
+  with open(os.path.join(model_dir, "history.jsonl")) as f:
+    last = json.loads(f.readlines()[-1])  # the evaluation at the last step, same weights
+  assert callback.evaluate(model) == {name: value for name, value in last.items()
+                                      if name != "step"}
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(eval_files="x", eval_fraction=0.1), "not both"),
+    (dict(eval_fraction=1.0), r"eval_fraction 1.0 is not in \[0, 1\)"),
+    (dict(eval_fraction=0.1, eval_every=250), "not a multiple of checkpoint_every 500"),
+    (dict(eval_every=500), "needs held-out data"),
+])
+def test_bad_settings_are_user_errors(changes, message, data_dir):
+  config = dataclasses.replace(TrainConfig(data_dir=data_dir), **changes)
+  with pytest.raises(UserError, match=message):
+    evaluation.check_held_out(config)
