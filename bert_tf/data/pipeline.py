@@ -15,7 +15,7 @@ import dataclasses
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.data import corpus, masking, pairing
+from bert_tf.data import corpus, masking, pairing, pieces
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
@@ -117,14 +117,17 @@ def _documents(files: list[str], config: PipelineConfig, seed: int, epoch: tf.Te
                num_shards: int, shard_index: int) -> tf.data.Dataset:
   """One epoch's documents of this shard, its files in an order drawn from (seed, epoch)."""
   file_names = tf.constant(files)
+  file_sizes = tf.constant(pieces.file_sizes(files), tf.int64)
   shard_files = len(files) >= num_shards
   if shard_files:
     # Whole files per worker: no example read twice, none lost.
     file_names = file_names[shard_index::num_shards]
-  file_names = tf.random.experimental.stateless_shuffle(
-      file_names, tf.stack([tf.cast(seed, tf.int64), epoch]))
-  documents = tf.data.Dataset.from_tensor_slices(file_names).interleave(
-      lambda path: corpus.read_documents(path, config.input_format),
+    file_sizes = file_sizes[shard_index::num_shards]
+  order = tf.random.experimental.stateless_shuffle(
+      tf.range(tf.size(file_names)), tf.stack([tf.cast(seed, tf.int64), epoch]))
+  documents = tf.data.Dataset.from_tensor_slices(
+      (tf.gather(file_names, order), tf.gather(file_sizes, order))).interleave(
+      lambda path, size: corpus.read_range(path, 0, size, size, config.input_format),
       cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=True)
   if not shard_files:
