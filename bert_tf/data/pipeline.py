@@ -16,7 +16,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.data import corpus, masking, pairing, stream_position
-from bert_tf.data import reader_shim as pieces_lib
+from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
@@ -37,6 +37,7 @@ class PipelineConfig:
   documents_per_window: int = 32
   document_shuffle_buffer: int = 1000
   example_shuffle_buffer: int = 1000
+  piece_bytes: int = pieces_lib.PIECE_BYTES  # the unit of the stream (see `pieces.py`)
 
   def check(self) -> None:
     """Rejects settings that could only train wrongly, before any data is read."""
@@ -118,8 +119,8 @@ class _Pieces:
   """This input pipeline's pieces of the corpus, as tensors: piece i of the plan goes to
   pipeline i % num_shards, so the shares differ by at most one piece."""
 
-  def __init__(self, files: list[str], num_shards: int, shard_index: int):
-    plan = pieces_lib.plan_pieces(files, min_pieces=num_shards)
+  def __init__(self, files: list[str], piece_bytes: int, num_shards: int, shard_index: int):
+    plan = pieces_lib.plan_pieces(files, piece_bytes, min_pieces=num_shards)
     if len(plan) < num_shards:
       raise UserError(f"the corpus cannot be shared by {num_shards} input pipelines: it makes "
                       f"only {len(plan)} piece(s) (give more text or fewer workers)")
@@ -133,13 +134,14 @@ class _Pieces:
     self.paths = tf.ragged.constant([[r.path for r in piece] for piece in mine], tf.string)
     self.starts = tf.ragged.constant([[r.start for r in piece] for piece in mine], tf.int64)
     self.ends = tf.ragged.constant([[r.end for r in piece] for piece in mine], tf.int64)
+    self.sizes = tf.ragged.constant([[r.file_size for r in piece] for piece in mine], tf.int64)
 
   def documents(self, local: tf.Tensor, input_format: str) -> tf.data.Dataset:
     """The documents of this pipeline's piece number `local`, in file order."""
     ranges = tf.data.Dataset.from_tensor_slices(
-        (self.paths[local], self.starts[local], self.ends[local]))
-    return ranges.flat_map(
-        lambda path, start, end: pieces_lib.read_range(path, start, end, input_format))
+        (self.paths[local], self.starts[local], self.ends[local], self.sizes[local]))
+    return ranges.flat_map(lambda path, start, end, size: corpus.read_range(
+        path, start, end, size, input_format))
 
 
 def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
@@ -175,7 +177,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   files = corpus.list_files(file_patterns, data_dir)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
   build_examples = ExampleBuilder(vocabulary, config)
-  pieces = _Pieces(files, num_shards, shard_index)
+  pieces = _Pieces(files, config.piece_bytes, num_shards, shard_index)
   first_epoch, first_rank, first_example = stream_position.decode(start_position)
 
   def epoch_pieces(epoch):
