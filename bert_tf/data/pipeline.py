@@ -215,20 +215,20 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                            deterministic=True).unbatch()
     # Examples of one window come from the same few documents: shuffling spreads them out.
     examples = examples.shuffle(config.example_shuffle_buffer, seed=example_seed)
-    skipped = tf.where((epoch == first_epoch) & (rank == first_rank),
-                       tf.constant(first_example, tf.int64), 0)
-    if not with_positions:
-      return examples.skip(skipped)
-
-    def with_position(example_rank, example):
-      features, *rest = example
-      key = stream_position.encode(
-          epoch, rank, stream_position.checked_example_rank(example_rank))
-      return ({**features, stream_position.FEATURE: key}, *rest)
-
-    return examples.enumerate().skip(skipped).map(with_position)
+    if with_positions:
+      # Keys in the order examples leave the piece; a piece cannot make more examples than
+      # a key counts (stream_position.py), and the bounded range makes sure of it.
+      first_key = stream_position.encode(epoch, rank, tf.constant(0, tf.int64))
+      examples = tf.data.Dataset.zip(tf.data.Dataset.range(
+          first_key, first_key + stream_position.MAX_EXAMPLES), examples)
+    return examples.skip(tf.where((epoch == first_epoch) & (rank == first_rank),
+                                  tf.constant(first_example, tf.int64), 0))
 
   epochs = (tf.data.Dataset.counter(first_epoch) if repeat else
             tf.data.Dataset.range(first_epoch, 1))
   examples = epochs.flat_map(epoch_pieces).flat_map(piece_examples)
-  return examples.batch(batch_size, drop_remainder=repeat).prefetch(tf.data.AUTOTUNE)
+  batches = examples.batch(batch_size, drop_remainder=repeat)
+  if with_positions:
+    batches = batches.map(lambda keys, batch: (
+        {**batch[0], stream_position.FEATURE: keys}, *batch[1:]))
+  return batches.prefetch(tf.data.AUTOTUNE)

@@ -8,10 +8,9 @@ its piece) into one int64, so that keys grow along the stream, the key after `k`
 recomputing at most one piece.
 
 Limits: 2**20 epochs, 2**20 pieces per input pipeline (8 TiB at 8 MiB a piece) and 2**23
-examples per piece (a piece of 8 MiB makes about 15,000 examples of 128 tokens).
+examples per piece: a piece of about 8 MiB makes about 15,000 examples of 128 tokens, and at
+most one per line of two bytes or more, 5 million.
 """
-
-import tensorflow as tf
 
 EPOCH_BITS, PIECE_BITS, EXAMPLE_BITS = 20, 20, 23
 MAX_EPOCHS, MAX_PIECES, MAX_EXAMPLES = 2**EPOCH_BITS, 2**PIECE_BITS, 2**EXAMPLE_BITS
@@ -34,10 +33,3 @@ def decode(key: int) -> tuple[int, int, int]:
   epoch, piece_rank = divmod(pieces, MAX_PIECES)
   return epoch, piece_rank, example_rank
 
-
-def checked_example_rank(rank: tf.Tensor) -> tf.Tensor:
-  """`rank`, after checking that it fits its bits (a key must never spill into the piece's)."""
-  with tf.control_dependencies([tf.debugging.assert_less(
-      rank, tf.constant(MAX_EXAMPLES, tf.int64),
-      message="a piece made more examples than a stream position can count")]):
-    return tf.identity(rank)
