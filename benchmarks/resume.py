@@ -1,11 +1,11 @@
 """Time from start-up to the first batch of a resumed run, at increasing steps: the recorded
 stream position (constant time) side by side with replaying the stream (`.skip`).
 
-    python benchmarks/resume.py --corpus_mb=40 --steps=0,300,1000,4000,16000,64000,256000,1000000
+    python benchmarks/resume.py --corpus_mb=40 --train_steps=100 --replay_budget=60
 
 1. Builds a corpus of `--corpus_mb` megabytes from the built-in one (16 files, so about
    `corpus_mb / 8` pieces of 8 MiB) and trains bert_tiny on it with `trainer.train` for
-   `--train_steps` cheap steps (sequences of 32, batches of 256), a checkpoint every 100.
+   `--train_steps` cheap steps (sequences of 32, batches of 256), a checkpoint every 50.
 2. For each step count N, in a fresh process: restores a checkpoint's data position and builds
    the training dataset from it (new), or builds the dataset and skips N batches (old, the
    replay this replaces), and times from the process's start to the first batch. Checkpoints
@@ -58,11 +58,13 @@ def child(args):
 
 def timed(args, mode: str, **extra) -> float:
   flags = [f"--{name}={value}" for name, value in extra.items()]
-  output = subprocess.run(
+  result = subprocess.run(
       [sys.executable, __file__, f"--child={mode}", f"--work_dir={args.work_dir}",
-       f"--started={time.time()}", *flags], capture_output=True, text=True, check=True,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).stdout
-  return float(output.strip().splitlines()[-1])
+       f"--started={time.time()}", *flags], capture_output=True, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  if result.returncode:
+    raise SystemExit(result.stderr[-3000:])
+  return float(result.stdout.strip().splitlines()[-1])
 
 
 def examples_per_epoch(args) -> int:
@@ -84,8 +86,8 @@ def built_position(step: int, epoch_examples: int, num_pieces: int) -> int:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--corpus_mb", type=float, default=40)
-  parser.add_argument("--train_steps", type=int, default=300)
-  parser.add_argument("--steps", default="0,100,200,300,1000,4000,16000,64000,256000,1000000")
+  parser.add_argument("--train_steps", type=int, default=100)
+  parser.add_argument("--steps", default="50,100,1000,4000,16000,64000,256000,1000000")
   parser.add_argument("--replay_budget", type=float, default=120)
   parser.add_argument("--child", choices=["new", "old"])
   parser.add_argument("--work_dir")
@@ -114,7 +116,7 @@ def main():
     trainer.train(trainer.TrainConfig(
         input_files=os.path.join(work_dir, "corpus", "*.txt"), vocab_file=vocab,
         data_dir=work_dir, model_dir=model_dir, seq_length=SEQ, max_predictions_per_seq=5,
-        global_batch_size=BATCH, train_steps=args.train_steps, checkpoint_every=100,
+        global_batch_size=BATCH, train_steps=args.train_steps, checkpoint_every=50,
         warmup_steps=10, eval_steps=1, verbose=0, seed=0))
     print(f"trained {args.train_steps} steps of {BATCH} x {SEQ} tokens in "
           f"{time.perf_counter() - start:.0f} s")
@@ -129,7 +131,8 @@ def main():
       if step in real:
         checkpoint, source = real[step], "checkpoint"
       else:
-        variable = tf.Variable([built_position(step, epoch_examples, num_pieces)], tf.int64)
+        variable = tf.Variable([built_position(step, epoch_examples, num_pieces)],
+                               dtype=tf.int64)
         checkpoint = tf.train.Checkpoint(data_position=variable).write(
             os.path.join(work_dir, f"built-{step}"))
         source = "built"

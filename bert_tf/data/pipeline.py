@@ -1,13 +1,16 @@
 """`pretraining_dataset`: corpus files to batches that `model.fit` takes (SPEC §1-5).
 
 Stages, all tf ops:
-  files -> (shard, shuffle) -> documents (interleaved) -> (shuffle) -> windows of documents
-  -> WordPiece -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking -> (shuffle) -> batches.
+  files -> pieces of about 8 MiB (this pipeline's share, in an order drawn from the epoch)
+  -> per piece: documents streamed -> (block shuffle) -> windows of documents -> WordPiece
+  -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking -> (block shuffle) -> examples
+  -> batches.
 
-Reproducibility: every random choice is a stateless op keyed on `seed` and the window's index
-in the stream, and every shuffle is seeded, with deterministic ordering; so the same seed gives
-the same batches bit for bit, and each pass over the data (epoch) pairs and masks afresh
-because its windows have new indices and its shuffles new orders.
+Reproducibility and seeking: every random choice is a stateless op keyed on `seed`, the
+epoch, the piece and the window's index in it, so the same seed gives the same batches bit for
+bit, each epoch pairs and masks afresh, and a piece gives the same examples whatever came
+before it. That makes the stream seekable: `start_position` (`stream_position.py`) starts it
+at any example by recomputing at most one piece.
 """
 
 import dataclasses
@@ -35,6 +38,7 @@ class PipelineConfig:
   do_lower_case: bool = True
   input_format: str = "sentence_per_line"
   documents_per_window: int = 32
+  # Documents, then examples, are shuffled in blocks of this many (within a piece).
   document_shuffle_buffer: int = 1000
   example_shuffle_buffer: int = 1000
   piece_bytes: int = pieces_lib.PIECE_BYTES  # the unit of the stream (see `pieces.py`)
@@ -113,6 +117,22 @@ class ExampleBuilder:
     pair_facts = {"is_next": pairs.is_next, "document_a": pairs.document_a,
                   "document_b": pairs.document_b, "is_short": pairs.is_short}
     return features, labels, weights, pair_facts
+
+
+def _shuffled_blocks(blocks: tf.data.Dataset, seed: tf.Tensor) -> tf.data.Dataset:
+  """The elements of `blocks` (batches), each block in an order drawn from (seed, block
+  index): a shuffle whose every choice is a stateless op, unlike `Dataset.shuffle`, whose
+  order also depends on TensorFlow's global seed."""
+
+  def shuffled(index, block):
+    first = tf.nest.flatten(block)[0]
+    size = (first.nrows(out_type=tf.int32) if isinstance(first, tf.RaggedTensor) else
+            tf.shape(first)[0])
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(size), tf.random.experimental.stateless_fold_in(seed, index))
+    return tf.nest.map_structure(lambda t: tf.gather(t, order), block)
+
+  return blocks.enumerate().map(shuffled).unbatch()
 
 
 class _Pieces:
@@ -194,17 +214,18 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     same whatever came before in the stream."""
     piece_seed = tf.random.experimental.stateless_fold_in(
         tf.stack([tf.cast(seed, tf.int64), epoch]), pieces.ids[local])
-    document_seed, example_seed = tf.unstack(tf.random.stateless_uniform(
-        [2], piece_seed, minval=None, maxval=None, dtype=tf.int64))
-    documents = pieces.documents(local, config.input_format)
+    document_seed, example_seed, window_seed = tf.unstack(
+        tf.random.experimental.stateless_split(piece_seed, 3))
+    documents = pieces.documents(local, config.input_format).ragged_batch(
+        config.document_shuffle_buffer)
     # Shuffling documents mixes the files of a piece, so that a window pairs documents of
     # several of them.
-    documents = documents.shuffle(config.document_shuffle_buffer, seed=document_seed)
+    documents = _shuffled_blocks(documents, document_seed)
     windows = documents.ragged_batch(config.documents_per_window).enumerate()
 
     def window_to_examples(index, window):
       features, labels, weights, pairs = build_examples(
-          window, tf.random.experimental.stateless_fold_in(piece_seed, index))
+          window, tf.random.experimental.stateless_fold_in(window_seed, index))
       if with_pairs:
         window_key = stream_position.encode(epoch, rank, index)
         pairs["window"] = tf.fill(tf.shape(pairs["is_next"]), window_key)
@@ -214,7 +235,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
                            deterministic=True).unbatch()
     # Examples of one window come from the same few documents: shuffling spreads them out.
-    examples = examples.shuffle(config.example_shuffle_buffer, seed=example_seed)
+    examples = _shuffled_blocks(examples.batch(config.example_shuffle_buffer), example_seed)
     if with_positions:
       # Keys in the order examples leave the piece; a piece cannot make more examples than
       # a key counts (stream_position.py), and the bounded range makes sure of it.
