@@ -1,13 +1,16 @@
 """Corpus files to documents (SPEC §1): listing, decoding messy text, finding documents.
 
-A document is a 1-D string tensor of its sentences. Each file is read whole, so memory is
-bounded by the largest file, never by the corpus: shard a large corpus into files (as original
-BERT does) and they are streamed one after another.
+A document is a 1-D string tensor of its sentences. Files are streamed: `read_range` reads a
+byte range of a file in chunks of `CHUNK_BYTES` and emits each document as soon as it is
+complete, carrying only the unfinished line and the unfinished document from one chunk to the
+next. So memory is bounded by the chunk size and the longest document allowed
+(`MAX_SENTENCES_PER_DOCUMENT` lines of at most `MAX_LINE_CHARS` characters), never by a file.
+How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
 import tensorflow as tf
 
-from bert_tf.data import builtin_corpus
+from bert_tf.data import builtin_corpus, pieces
 from bert_tf.errors import UserError
 
 INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
@@ -15,6 +18,25 @@ INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
 # A line longer than this is cut: no sentence is this long, and the pair would be truncated to
 # at most `seq_length` tokens anyway.
 MAX_LINE_CHARS = 20_000
+
+# A document longer than this is cut into consecutive parts of this many sentences, counted
+# from its start. 10,000 sentences is about 200,000 words: more than a long Wikipedia article
+# or a whole novel, so ordinary documents are never cut, while a file without blank lines still
+# gives bounded documents (the pairing loop and a window of documents stay bounded).
+MAX_SENTENCES_PER_DOCUMENT = 10_000
+
+# Bytes read at a time. 1 MiB keeps per-element tf.data overhead negligible (thousands of lines
+# per element) and memory small.
+CHUNK_BYTES = 1 << 20
+
+# What the start-up check reads at most: enough for thousands of documents on a real corpus.
+CHECK_BYTES = 4 << 20
+
+# An unfinished line is carried as raw bytes, its leading whitespace dropped, at most this long:
+# any longer and its first MAX_LINE_CHARS characters (at most 4 bytes each) are all kept.
+_MAX_LINE_BYTES = 4 * MAX_LINE_CHARS + 4
+
+_BOM = b"\xef\xbb\xbf"
 
 # Sentence ends for paragraph_per_line: ., ! or ? (and closing quotes or brackets), then space,
 # then what starts a sentence.
@@ -43,57 +65,155 @@ def list_files(file_patterns, data_dir: str = "data") -> list[str]:
   return sorted(set(files))
 
 
-def _clean_lines(content: tf.Tensor) -> tf.Tensor:
-  """Decodes a file's bytes into stripped lines: bad UTF-8 replaced, BOM and CR removed."""
-  content = tf.strings.unicode_transcode(
-      content, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
-  content = tf.strings.regex_replace(content, "^\ufeff", "")
-  lines = tf.strings.split(content, "\n")
+def _check_format(input_format: str) -> None:
+  if input_format not in INPUT_FORMATS:
+    raise UserError(f"unknown input_format {input_format!r}: use one of {INPUT_FORMATS}")
+
+
+def _clean_lines(raw_lines: tf.Tensor) -> tf.Tensor:
+  """Complete raw lines (bytes, no \\n) to stripped text: bad UTF-8 replaced, CR removed, cut
+  at MAX_LINE_CHARS. Decoding line by line equals decoding the whole text: a newline is never
+  part of a multi-byte character."""
+  lines = tf.strings.unicode_transcode(
+      raw_lines, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
   lines = tf.strings.strip(lines)  # Also drops the \r of CRLF line ends.
   return tf.strings.substr(lines, 0, MAX_LINE_CHARS, unit="UTF8_CHAR")
 
 
-def documents_from_text(content: tf.Tensor, input_format: str) -> tf.RaggedTensor:
-  """Turns one file's contents into documents: a [documents, (sentences)] string tensor.
+def _cut_long_documents(documents: tf.RaggedTensor) -> tf.RaggedTensor:
+  """Cuts documents longer than MAX_SENTENCES_PER_DOCUMENT into parts of that many sentences,
+  counted from each document's start."""
+  sentences = documents.flat_values
+  row_ids = documents.value_rowids()
+  position = tf.range(tf.size(sentences, out_type=tf.int64)) - tf.gather(
+      documents.row_splits, row_ids)
+  starts_part = tf.equal(position % MAX_SENTENCES_PER_DOCUMENT, 0)
+  return tf.RaggedTensor.from_value_rowids(
+      sentences, tf.cumsum(tf.cast(starts_part, tf.int64)) - 1)
 
-  `sentence_per_line`: one sentence a line, blank lines between documents.
-  `paragraph_per_line`: each non-blank line is a document, split into sentences here.
-  Empty documents are dropped.
+
+def _split_documents(lines: tf.Tensor, pending: tf.Tensor, at_end: tf.Tensor,
+                     input_format: str):
+  """Complete clean lines, after the unfinished document's sentences `pending`, to
+  (complete documents [documents, (sentences)], the new unfinished document).
+
+  sentence_per_line: a blank line ends a document (runs of them give no empty document); the
+  document after the last blank line is unfinished unless `at_end`, and its parts of
+  MAX_SENTENCES_PER_DOCUMENT sentences are complete already. paragraph_per_line: each
+  non-blank line is a document, split into sentences here; nothing is ever unfinished.
   """
-  if input_format not in INPUT_FORMATS:
-    raise UserError(f"unknown input_format {input_format!r}: use one of {INPUT_FORMATS}")
-  lines = _clean_lines(content)
   is_blank = tf.equal(tf.strings.length(lines), 0)
   if input_format == "paragraph_per_line":
     paragraphs = tf.boolean_mask(lines, ~is_blank)
     split = tf.strings.regex_replace(paragraphs, _SENTENCE_BREAK, "\\1\n\\2")
-    return tf.strings.split(split, "\n")
+    return _cut_long_documents(tf.strings.split(split, "\n")), pending
+  lines = tf.concat([pending, lines], 0)
+  is_blank = tf.concat([tf.zeros_like(pending, tf.bool), is_blank], 0)
+  num_lines = tf.size(lines, out_type=tf.int64)
+  # Lines from `finished` on form the unfinished document: those after the last blank line.
+  last_blank = tf.reduce_max(tf.concat([[-1], tf.where(is_blank)[:, 0]], 0))
+  finished = tf.where(at_end, num_lines, last_blank + 1)
   # Line i belongs to the document numbered by the blank lines before it; renumbering the
   # numbers that occur makes runs of blank lines produce no empty document.
   document_number = tf.cumsum(tf.cast(is_blank, tf.int64))
-  sentences = tf.boolean_mask(lines, ~is_blank)
-  document_number = tf.boolean_mask(document_number, ~is_blank)
-  _, row_ids = tf.unique(document_number)
-  return tf.RaggedTensor.from_value_rowids(sentences, tf.cast(row_ids, tf.int64))
+  keep = ~is_blank & (tf.range(num_lines) < finished)
+  _, row_ids = tf.unique(tf.boolean_mask(document_number, keep))
+  documents = _cut_long_documents(tf.RaggedTensor.from_value_rowids(
+      tf.boolean_mask(lines, keep), tf.cast(row_ids, tf.int64)))
+  unfinished = lines[finished:]
+  # Whole parts of the unfinished document are complete: they are cut off from its start.
+  whole_parts = tf.size(unfinished, out_type=tf.int64) // MAX_SENTENCES_PER_DOCUMENT
+  done = whole_parts * MAX_SENTENCES_PER_DOCUMENT
+  parts = tf.RaggedTensor.from_row_splits(
+      unfinished[:done], tf.range(0, done + 1, MAX_SENTENCES_PER_DOCUMENT))
+  return tf.concat([documents, parts], 0), unfinished[done:]
 
 
-def read_documents(path: tf.Tensor, input_format: str) -> tf.data.Dataset:
-  """A dataset of one file's documents, each a 1-D string tensor of sentences."""
-  documents = documents_from_text(tf.io.read_file(path), input_format)
-  return tf.data.Dataset.from_tensor_slices(documents)
+def _strip_bom(text: tf.Tensor) -> tf.Tensor:
+  has_bom = tf.equal(tf.strings.substr(text, 0, len(_BOM)), _BOM)
+  return tf.strings.substr(text, tf.where(has_bom, len(_BOM), 0), -1)
+
+
+def documents_from_text(content: tf.Tensor, input_format: str) -> tf.RaggedTensor:
+  """Turns a whole text (a file's contents) into documents: a [documents, (sentences)] tensor.
+
+  `sentence_per_line`: one sentence a line, blank lines between documents.
+  `paragraph_per_line`: each non-blank line is a document, split into sentences here.
+  Empty documents are dropped; documents over MAX_SENTENCES_PER_DOCUMENT sentences are cut.
+  `read_range` gives the same documents, streaming.
+  """
+  _check_format(input_format)
+  lines = _clean_lines(tf.strings.split(_strip_bom(content), "\n"))
+  documents, _ = _split_documents(lines, tf.constant([], tf.string), tf.constant(True),
+                                  input_format)
+  return documents
+
+
+def read_range(path: tf.Tensor, start: tf.Tensor, end: tf.Tensor, file_size: tf.Tensor,
+               input_format: str, chunk_bytes: int = CHUNK_BYTES) -> tf.data.Dataset:
+  """The documents (1-D string tensors of sentences) of bytes [start, end) of `path`, whose
+  size is `file_size`, streamed: the same documents as `documents_from_text` on those bytes.
+
+  The arguments are tensors (this runs inside `Dataset.interleave` over ranges); a range
+  should start at 0 or a document start (as `pieces.plan_pieces` makes them). Reads go through
+  TensorFlow's file systems, so any `tf.io.gfile` URL works.
+  """
+  _check_format(input_format)
+  if chunk_bytes < len(_BOM):
+    raise ValueError(f"chunk_bytes {chunk_bytes} must hold a byte-order mark")
+  start, end, file_size = (tf.cast(x, tf.int64) for x in (start, end, file_size))
+  whole_chunks = (end - start) // chunk_bytes
+  last_start = start + whole_chunks * chunk_bytes
+  # FixedLengthRecordDataset wants the body between header and footer to be a whole number of
+  # records, so the last, shorter chunk is a dataset of its own (empty when there is none).
+  chunks = tf.data.FixedLengthRecordDataset(
+      path, chunk_bytes, header_bytes=start, footer_bytes=file_size - last_start).concatenate(
+          tf.data.FixedLengthRecordDataset(
+              path, tf.maximum(end - last_start, 1), header_bytes=last_start,
+              footer_bytes=file_size - end).take(tf.minimum(end - last_start, 1)))
+  # The byte-order mark goes at the file's start only; a last empty chunk flushes what is
+  # carried.
+  chunks = chunks.enumerate().map(
+      lambda index, chunk: (tf.where((index == 0) & (start == 0), _strip_bom(chunk), chunk),
+                            False))
+  chunks = chunks.concatenate(tf.data.Dataset.from_tensors((tf.constant(b""), True)))
+
+  def split_chunk(carried, chunk):
+    """(unfinished line, unfinished document), chunk -> the new ones, complete documents."""
+    (line_start, pending), (text, at_end) = carried, chunk
+    raw_lines = tf.strings.split(line_start + text, "\n")
+    num_complete = tf.size(raw_lines) - tf.where(at_end, 0, 1)
+    documents, pending = _split_documents(
+        _clean_lines(raw_lines[:num_complete]), pending, at_end, input_format)
+    unfinished_line = tf.where(at_end, b"", raw_lines[-1])
+    unfinished_line = tf.strings.substr(
+        tf.strings.regex_replace(unfinished_line, r"^\s+", ""), 0, _MAX_LINE_BYTES)
+    return (unfinished_line, pending), (documents.flat_values, documents.row_splits)
+
+  documents = chunks.scan((tf.constant(b""), tf.constant([], tf.string)), split_chunk)
+  return documents.flat_map(lambda sentences, row_splits: tf.data.Dataset.from_tensor_slices(
+      tf.RaggedTensor.from_row_splits(sentences, row_splits)))
 
 
 def check_documents(files: list[str], input_format: str, needed: int) -> None:
   """Fails clearly unless the corpus has at least `needed` documents (NSP needs two).
 
-  Reads files only until enough documents are seen, so it costs one file on a real corpus.
+  Reads at most about CHECK_BYTES from the start of the corpus (cut at a document boundary):
+  a corpus with text beyond that is accepted, since its first CHECK_BYTES hold fewer
+  documents only if a single document is that long, and such a document is cut into parts.
   """
+  _check_format(input_format)
   seen = 0
+  budget = CHECK_BYTES
   for path in files:
-    documents = documents_from_text(tf.io.read_file(path), input_format)
-    sentences = documents.row_lengths()
-    seen += int(tf.reduce_sum(tf.cast(sentences > 0, tf.int32)))
-    if seen >= needed:
+    prefix = pieces.prefix_range(path, budget)
+    documents = read_range(prefix.path, prefix.start, prefix.end, prefix.file_size,
+                           input_format)
+    seen += sum(1 for _ in documents)
+    if seen >= needed or prefix.end < prefix.file_size:
+      return
+    budget -= prefix.end
+    if budget <= 0:
       return
   if seen == 0:
     raise UserError(f"the corpus has no text: its {len(files)} file(s) are empty or blank")

@@ -12,10 +12,11 @@ import dataclasses
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  Registers the tokenizer ops the SavedModel uses.
 
-from bert_tf.data import corpus
+from bert_tf.data import corpus, pieces
 
 PHRASE_WORDS = 3
-EXAMPLE_BYTES = 4 << 20  # Examples come from the start of the first file, however large.
+# Examples come from the start of the first file (up to a document boundary), however large.
+EXAMPLE_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +52,10 @@ def most_frequent_phrase(sentences: list[str]) -> MaskedSentence | None:
 
 def corpus_examples(file_patterns, input_format: str, data_dir: str):
   """(first, following, unrelated, [masked sentences]) from the corpus's first file."""
-  path = corpus.list_files(file_patterns, data_dir)[0]
-  with tf.io.gfile.GFile(path, "rb") as f:
-    text = f.read(EXAMPLE_BYTES)
-  text = text[:text.rfind(b"\n") + 1] or text  # whole lines only
-  documents = corpus.documents_from_text(tf.constant(text), input_format).to_list()
-  documents = [[s.decode("utf-8") for s in d] for d in documents]
+  prefix = pieces.prefix_range(corpus.list_files(file_patterns, data_dir)[0], EXAMPLE_BYTES)
+  documents = corpus.read_range(prefix.path, prefix.start, prefix.end, prefix.file_size,
+                                input_format)
+  documents = [[s.decode("utf-8") for s in d] for d in documents.as_numpy_iterator()]
   first_document = next(d for d in documents if len(d) >= 2)
   other_document = next(d for d in documents if d is not first_document)
   first, following = first_document[0], first_document[1]
