@@ -29,11 +29,7 @@ SAMPLE_BYTES = 64 << 20
 def _sentences(sample: list[list[pieces.FileRange]], input_format: str) -> tf.data.Dataset:
   """Batches of the sample's sentences: what the learner is fed, read as the pipeline reads."""
   ranges = [r for piece in sample for r in piece]
-  return tf.data.Dataset.from_tensor_slices((
-      [r.path for r in ranges], [r.start for r in ranges], [r.end for r in ranges],
-      [r.file_size for r in ranges])).flat_map(
-          lambda path, start, end, size: corpus.read_range(
-              path, start, end, size, input_format)).unbatch().batch(1024)
+  return corpus.read_ranges(ranges, input_format).unbatch().batch(1024)
 
 
 def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
