@@ -15,7 +15,8 @@ import dataclasses
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.data import corpus, masking, pairing, pieces
+from bert_tf.data import corpus, masking, pairing, stream_position
+from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
@@ -36,6 +37,7 @@ class PipelineConfig:
   documents_per_window: int = 32
   document_shuffle_buffer: int = 1000
   example_shuffle_buffer: int = 1000
+  piece_bytes: int = pieces_lib.PIECE_BYTES  # the unit of the stream (see `pieces.py`)
 
   def check(self) -> None:
     """Rejects settings that could only train wrongly, before any data is read."""
@@ -113,34 +115,42 @@ class ExampleBuilder:
     return features, labels, weights, pair_facts
 
 
-def _documents(files: list[str], config: PipelineConfig, seed: int, epoch: tf.Tensor,
-               num_shards: int, shard_index: int) -> tf.data.Dataset:
-  """One epoch's documents of this shard, its files in an order drawn from (seed, epoch)."""
-  file_names = tf.constant(files)
-  file_sizes = tf.constant(pieces.file_sizes(files), tf.int64)
-  shard_files = len(files) >= num_shards
-  if shard_files:
-    # Whole files per worker: no example read twice, none lost.
-    file_names = file_names[shard_index::num_shards]
-    file_sizes = file_sizes[shard_index::num_shards]
-  order = tf.random.experimental.stateless_shuffle(
-      tf.range(tf.size(file_names)), tf.stack([tf.cast(seed, tf.int64), epoch]))
-  documents = tf.data.Dataset.from_tensor_slices(
-      (tf.gather(file_names, order), tf.gather(file_sizes, order))).interleave(
-      lambda path, size: corpus.read_range(path, 0, size, size, config.input_format),
-      cycle_length=min(4, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=True)
-  if not shard_files:
-    # Fewer files than workers: every worker reads every file and keeps its share of documents.
-    documents = documents.shard(num_shards, shard_index)
-  return documents
+class _Pieces:
+  """This input pipeline's pieces of the corpus, as tensors: piece i of the plan goes to
+  pipeline i % num_shards, so the shares differ by at most one piece."""
+
+  def __init__(self, files: list[str], piece_bytes: int, num_shards: int, shard_index: int):
+    plan = pieces_lib.plan_pieces(files, piece_bytes, min_pieces=num_shards)
+    if len(plan) < num_shards:
+      raise UserError(f"the corpus cannot be shared by {num_shards} input pipelines: it makes "
+                      f"only {len(plan)} piece(s) (give more text or fewer workers)")
+    ids = list(range(shard_index, len(plan), num_shards))
+    if len(ids) > stream_position.MAX_PIECES:
+      raise UserError(f"{len(ids)} pieces per input pipeline: at most "
+                      f"{stream_position.MAX_PIECES} (use more workers)")
+    mine = [plan[i] for i in ids]
+    self.count = len(mine)
+    self.ids = tf.constant(ids, tf.int64)  # in the whole plan: what the randomness is keyed on
+    self.paths = tf.ragged.constant([[r.path for r in piece] for piece in mine], tf.string)
+    self.starts = tf.ragged.constant([[r.start for r in piece] for piece in mine], tf.int64)
+    self.ends = tf.ragged.constant([[r.end for r in piece] for piece in mine], tf.int64)
+    self.sizes = tf.ragged.constant([[r.file_size for r in piece] for piece in mine], tf.int64)
+
+  def documents(self, local: tf.Tensor, input_format: str) -> tf.data.Dataset:
+    """The documents of this pipeline's piece number `local`, in file order."""
+    ranges = tf.data.Dataset.from_tensor_slices(
+        (self.paths[local], self.starts[local], self.ends[local], self.sizes[local]))
+    return ranges.flat_map(lambda path, start, end, size: corpus.read_range(
+        path, start, end, size, input_format))
 
 
 def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         max_predictions_per_seq: int = 20, batch_size: int = 32,
                         seed: int = 0, repeat: bool = True, num_shards: int = 1,
                         shard_index: int = 0, data_dir: str = "data",
-                        with_pairs: bool = False, **config) -> tf.data.Dataset:
+                        start_position: int = stream_position.BEGINNING,
+                        with_positions: bool = False, with_pairs: bool = False,
+                        **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
   Args:
@@ -152,6 +162,11 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.
     num_shards, shard_index: this input pipeline's share, e.g. from `tf.distribute.InputContext`.
     data_dir: where the built-in corpus is written.
+    start_position: the stream position (`stream_position.py`) of the first example; the
+      stream from there is the same as the whole stream's, and costs at most one piece to
+      reach.
+    with_positions: add each example's stream position to the features, as `stream_position`
+      (the trainer records the last one trained on, to resume there).
     with_pairs: add a fourth element telling how each pair was made (for the audit):
       `is_next`, `is_short`, and the documents of A and B as (`window`, `document_*`).
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
@@ -162,24 +177,58 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   files = corpus.list_files(file_patterns, data_dir)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
   build_examples = ExampleBuilder(vocabulary, config)
+  pieces = _Pieces(files, config.piece_bytes, num_shards, shard_index)
+  first_epoch, first_rank, first_example = stream_position.decode(start_position)
 
-  epochs = tf.data.Dataset.counter() if repeat else tf.data.Dataset.range(1)
-  documents = epochs.flat_map(
-      lambda epoch: _documents(files, config, seed, epoch, num_shards, shard_index))
-  # Shuffling documents mixes the files, so that a window pairs documents of several of them.
-  documents = documents.shuffle(config.document_shuffle_buffer, seed=seed)
-  windows = documents.ragged_batch(config.documents_per_window).enumerate()
+  def epoch_pieces(epoch):
+    """(epoch, rank, piece) of one epoch's pieces from the start position on, in an order
+    drawn from (seed, epoch)."""
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(pieces.count, dtype=tf.int64), tf.stack([tf.cast(seed, tf.int64), epoch]))
+    first = tf.where(epoch == first_epoch, tf.constant(first_rank, tf.int64), 0)
+    return tf.data.Dataset.range(first, pieces.count).map(
+        lambda rank: (epoch, rank, order[rank]))
 
-  def window_to_examples(index, window):
-    features, labels, weights, pairs = build_examples(
-        window, tf.stack([tf.cast(seed, tf.int64), index]))
-    if with_pairs:
-      pairs["window"] = tf.fill(tf.shape(pairs["is_next"]), index)
-      return features, labels, weights, pairs
-    return features, labels, weights
+  def piece_examples(epoch, rank, local):
+    """The examples of one piece, all their randomness keyed on (seed, epoch, piece): the
+    same whatever came before in the stream."""
+    piece_seed = tf.random.experimental.stateless_fold_in(
+        tf.stack([tf.cast(seed, tf.int64), epoch]), pieces.ids[local])
+    document_seed, example_seed = tf.unstack(tf.random.stateless_uniform(
+        [2], piece_seed, minval=None, maxval=None, dtype=tf.int64))
+    documents = pieces.documents(local, config.input_format)
+    # Shuffling documents mixes the files of a piece, so that a window pairs documents of
+    # several of them.
+    documents = documents.shuffle(config.document_shuffle_buffer, seed=document_seed)
+    windows = documents.ragged_batch(config.documents_per_window).enumerate()
 
-  examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
-                         deterministic=True).unbatch()
-  # Examples of one window come from the same few documents: shuffling spreads them out.
-  examples = examples.shuffle(config.example_shuffle_buffer, seed=seed + 1)
-  return examples.batch(batch_size, drop_remainder=repeat).prefetch(tf.data.AUTOTUNE)
+    def window_to_examples(index, window):
+      features, labels, weights, pairs = build_examples(
+          window, tf.random.experimental.stateless_fold_in(piece_seed, index))
+      if with_pairs:
+        window_key = stream_position.encode(epoch, rank, index)
+        pairs["window"] = tf.fill(tf.shape(pairs["is_next"]), window_key)
+        return features, labels, weights, pairs
+      return features, labels, weights
+
+    examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
+                           deterministic=True).unbatch()
+    # Examples of one window come from the same few documents: shuffling spreads them out.
+    examples = examples.shuffle(config.example_shuffle_buffer, seed=example_seed)
+    if with_positions:
+      # Keys in the order examples leave the piece; a piece cannot make more examples than
+      # a key counts (stream_position.py), and the bounded range makes sure of it.
+      first_key = stream_position.encode(epoch, rank, tf.constant(0, tf.int64))
+      examples = tf.data.Dataset.zip(tf.data.Dataset.range(
+          first_key, first_key + stream_position.MAX_EXAMPLES), examples)
+    return examples.skip(tf.where((epoch == first_epoch) & (rank == first_rank),
+                                  tf.constant(first_example, tf.int64), 0))
+
+  epochs = (tf.data.Dataset.counter(first_epoch) if repeat else
+            tf.data.Dataset.range(first_epoch, 1))
+  examples = epochs.flat_map(epoch_pieces).flat_map(piece_examples)
+  batches = examples.batch(batch_size, drop_remainder=repeat)
+  if with_positions:
+    batches = batches.map(lambda keys, batch: (
+        {**batch[0], stream_position.FEATURE: keys}, *batch[1:]))
+  return batches.prefetch(tf.data.AUTOTUNE)

@@ -19,6 +19,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.model import loss as loss_lib
+from bert_tf.training import data_position as data_position_lib
 
 
 def _is_multi_worker(strategy) -> bool:
@@ -32,6 +33,7 @@ class PretrainingModel(keras.Model):
 
   gradient_accumulation_steps = 1
   mlm_loss_reduction = "mean"
+  data_position = None  # a `DataPosition` to record the batches' stream positions in
 
   def _losses_and_metrics(self, x, y, sample_weight, loss_weights, training):
     """Forward pass; updates the metrics; returns the (loss-scaled) total loss."""
@@ -70,6 +72,7 @@ class PretrainingModel(keras.Model):
 
   def train_step(self, data):
     x, y, sample_weight = data
+    x = data_position_lib.take_from(x, self.data_position)
     parts = self.gradient_accumulation_steps
     loss_weights = loss_lib.normalised_sample_weights(sample_weight, self.mlm_loss_reduction,
                                                       parts)
@@ -91,6 +94,12 @@ class PretrainingModel(keras.Model):
     if _is_multi_worker(self.distribute_strategy):
       return {name: tf.reshape(value, [1]) for name, value in logs.items()}
     return logs
+
+  def _symbolic_build(self, iterator=None, data_batch=None):
+    if data_batch is not None:  # the model's inputs are the features without the positions
+      x, y, sample_weight = data_batch
+      data_batch = data_position_lib.take_from(x, None), y, sample_weight
+    super()._symbolic_build(iterator=iterator, data_batch=data_batch)
 
   def _maybe_symbolic_build(self, iterator=None, data_batch=None):
     if iterator is None or not _is_multi_worker(self.distribute_strategy):

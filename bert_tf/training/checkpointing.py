@@ -6,12 +6,12 @@ this is written here on `tf.train.CheckpointManager`:
   schedule) and the dropout random-number state. TensorFlow writes the files first and the
   `checkpoint` index that names the latest one last, so a kill mid-write leaves the previous
   checkpoint as the latest.
-- The data stream is a function of the seed and the step (see `pipeline.py`): a resumed run
-  skips the batches already trained on, so it sees what an uninterrupted run would have seen.
+- The data position (`data_position.py`): where each input pipeline's stream is, so that a
+  resumed run sees what an uninterrupted run would have seen, at the cost of one piece.
 - SIGTERM (preemption) saves a checkpoint at the current step and stops within a step.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
   good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
-  batches (the checkpoint's `data_step`, batches consumed, then runs ahead of the step).
+  batches (the data position is kept across that restore).
 """
 
 import math
@@ -58,14 +58,13 @@ def _seed_states(model: keras.Model) -> list:
 class Checkpointer:
   """Saves and restores model + optimizer + dropout RNG state under `directory`."""
 
-  def __init__(self, directory: str, model: keras.Model, optimizer, keep: int):
+  def __init__(self, directory: str, model: keras.Model, optimizer, keep: int,
+               data_position: tf.Variable):
     self.optimizer = optimizer
     self.model = model
-    # Steps' worth of batches consumed from the data stream: the step, plus any skipped.
-    self.data_step = tf.Variable(0, dtype=tf.int64, trainable=False)
     self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                           seed_states=_seed_states(model),
-                                          data_step=self.data_step)
+                                          data_position=data_position)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
 
   @property
@@ -129,7 +128,6 @@ class CheckpointEvery(keras.callbacks.Callback):
 
   def on_train_batch_end(self, batch, logs=None):
     step = self.checkpointer.step
-    self.checkpointer.data_step.assign_add(1)
     loss = (logs or {}).get("loss")
     if loss is not None and not math.isfinite(float(loss)):
       self.non_finite = True

@@ -71,18 +71,16 @@ def check_steps_per_execution(strategy: tf.distribute.Strategy, steps_per_execut
 def distribute(strategy: tf.distribute.Strategy, make_dataset, global_batch_size: int):
   """The training input for `strategy`: each input pipeline reads its own shard.
 
-  `make_dataset(batch_size, num_shards, shard_index, batches_per_step)` builds one pipeline's
-  dataset; each training step takes `batches_per_step` batches from it (one per local
-  replica).
+  `make_dataset(batch_size, num_shards, shard_index)` builds one pipeline's dataset; each
+  training step takes one batch from it per local replica.
   """
   batch_size = per_replica_batch_size(strategy, global_batch_size)
   if strategy.num_replicas_in_sync == 1:
-    return make_dataset(batch_size, 1, 0, 1)
+    return make_dataset(batch_size, 1, 0)
 
   def pipeline(context: tf.distribute.InputContext) -> tf.data.Dataset:
     log.info("Input pipeline %d of %d, %d examples per replica", context.input_pipeline_id,
              context.num_input_pipelines, batch_size)
-    return make_dataset(batch_size, context.num_input_pipelines, context.input_pipeline_id,
-                        context.num_replicas_in_sync // context.num_input_pipelines)
+    return make_dataset(batch_size, context.num_input_pipelines, context.input_pipeline_id)
 
   return strategy.distribute_datasets_from_function(pipeline)

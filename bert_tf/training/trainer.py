@@ -28,6 +28,7 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
 from bert_tf.training import checkpointing, optimization, precision, report
+from bert_tf.training import data_position as data_position_lib
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
@@ -164,12 +165,12 @@ def prepare(config: TrainConfig):
 
 
 def _dataset(config: TrainConfig, vocabulary, file_patterns, *, batch_size, seed, repeat,
-             num_shards=1, shard_index=0):
+             num_shards=1, shard_index=0, **positions):
   return pretraining_dataset(
       file_patterns, vocabulary, seq_length=config.seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
       seed=seed, repeat=repeat, num_shards=num_shards, shard_index=shard_index,
-      data_dir=config.data_dir, **config.pipeline_options())
+      data_dir=config.data_dir, **positions, **config.pipeline_options())
 
 
 def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
@@ -219,9 +220,10 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
     optimizer = model.optimizer  # With fp16, wrapped in a loss-scale optimizer.
     optimizer.build(model.trainable_variables)
+    model.data_position = data_position_lib.DataPosition(strategy.num_replicas_in_sync)
     checkpointer = checkpointing.Checkpointer(
         os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, optimizer,
-        keep=config.keep_checkpoints)
+        keep=config.keep_checkpoints, data_position=model.data_position.last_consumed)
     start_step = checkpointer.restore()
     if start_step:
       log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
@@ -257,15 +259,14 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
                                         config.train_steps)
   rollbacks = 0
   while checkpointer.step < config.train_steps:
-    # The stream resumes where the checkpoint left it: the batches already consumed are
-    # skipped (recomputed, at the pipeline's speed, then dropped).
-    data_step = int(checkpointer.data_step.numpy())
+    # Each input pipeline resumes right after the last example trained on.
     train_data = strategy_lib.distribute(
         strategy,
-        lambda batch_size, num_shards, shard_index, batches_per_step: _dataset(
+        lambda batch_size, num_shards, shard_index: _dataset(
             config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
-            repeat=True, num_shards=num_shards, shard_index=shard_index
-        ).skip(data_step * batches_per_step),
+            repeat=True, num_shards=num_shards, shard_index=shard_index,
+            start_position=model.data_position.start(num_shards, shard_index),
+            with_positions=True),
         config.global_batch_size)
     epochs, steps_per_epoch = checkpointing.intervals(
         checkpointer.step, config.train_steps, config.checkpoint_every)
@@ -281,10 +282,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
         ])
     if guard.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
       rollbacks += 1
-      consumed = int(checkpointer.data_step.numpy())
       bad_step = checkpointer.step
-      checkpointer.restore()
-      checkpointer.data_step.assign(consumed)  # go on after the offending batches
+      with model.data_position.kept():  # go on after the offending batches
+        checkpointer.restore()
       log.warning("The loss is not finite at step %d: rolled back to step %d, skipping the "
                   "batches in between (rollback %d of at most %d)", bad_step,
                   checkpointer.step, rollbacks, MAX_ROLLBACKS)
