@@ -29,6 +29,12 @@ MAX_SENTENCES_PER_DOCUMENT = 10_000
 # per element) and memory small.
 CHUNK_BYTES = 1 << 20
 
+# FixedLengthRecordDataset reads (and drops) every byte before a range's start: a large read
+# buffer makes that cheaper (about 0.2 s per GB from the page cache here, against 0.4 s with
+# its 256 KiB default). So a range far into a big file costs more to open than one near its
+# start; on a remote file system, files of a few GB at most keep that small.
+_READ_BUFFER_BYTES = 4 << 20
+
 # What the start-up check reads at most: enough for thousands of documents on a real corpus.
 CHECK_BYTES = 4 << 20
 
@@ -167,10 +173,12 @@ def read_range(path: tf.Tensor, start: tf.Tensor, end: tf.Tensor, file_size: tf.
   # FixedLengthRecordDataset wants the body between header and footer to be a whole number of
   # records, so the last, shorter chunk is a dataset of its own (empty when there is none).
   chunks = tf.data.FixedLengthRecordDataset(
-      path, chunk_bytes, header_bytes=start, footer_bytes=file_size - last_start).concatenate(
+      path, chunk_bytes, header_bytes=start, footer_bytes=file_size - last_start,
+      buffer_size=_READ_BUFFER_BYTES).concatenate(
           tf.data.FixedLengthRecordDataset(
               path, tf.maximum(end - last_start, 1), header_bytes=last_start,
-              footer_bytes=file_size - end).take(tf.minimum(end - last_start, 1)))
+              footer_bytes=file_size - end, buffer_size=_READ_BUFFER_BYTES).take(
+                  tf.minimum(end - last_start, 1)))
   # The byte-order mark goes at the file's start only; a last empty chunk flushes what is
   # carried.
   chunks = chunks.enumerate().map(
