@@ -203,7 +203,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   keras.utils.set_random_seed(config.seed)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size,
                                       config.gradient_accumulation_steps)
-  strategy_lib.check_steps_per_execution(strategy, config.steps_per_execution)
+  checkpointing.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
+                                          config.train_steps)
 
   with strategy.scope(), precision.policy(config.mixed_precision):
     model = pretraining_model(bert_config)
@@ -222,7 +223,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     checkpointer = checkpointing.Checkpointer(
         os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, optimizer,
         keep=config.keep_checkpoints)
-    start_step = checkpointer.restore()
+    start_step = checkpointer.restore(strategy)
     if start_step:
       log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
     elif config.init_checkpoint and checkpointing.is_training_directory(
