@@ -27,7 +27,7 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
                                             load_tf1_checkpoint)
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, optimization, precision, report
+from bert_tf.training import checkpointing, optimization, precision, report, run_lock
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
 
@@ -199,6 +199,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
+  lock = run_lock.RunLock.acquire(config.model_dir)  # one run per model_dir
   vocabulary, bert_config = prepare(config)
   keras.utils.set_random_seed(config.seed)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size,
@@ -318,4 +319,5 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   log.info("Writing the serving SavedModel to %s", os.path.join(config.model_dir, "export"))
   export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
                     seq_length=config.seq_length, lower_case=config.do_lower_case)
+  lock.release()
   return metrics
