@@ -5,6 +5,9 @@
 Each contender trains the same-sized BERT on the same synthetic batch (random tokens, 15% of
 positions masked, vocabulary 30,522), each in a fresh subprocess with every core:
   - bert_tf: `pretraining_model` + `compile_for_pretraining` (MLM + NSP, AdamW), `model.fit`;
+  - train_loop: "train.py's loop", the same model and batches through `fit` with every
+    callback train.py uses (checkpoints every 500 steps, throughput, learning rate, curves
+    every 20 steps, TensorBoard; no progress bar, as the bare `fit`): what they cost;
   - keras_hub: `BertMaskedLM` on a `BertBackbone` of the same size (MLM only: keras-hub has no
     NSP head), Keras AdamW, `model.fit`;
   - hf_torch: transformers `BertForPreTraining` (MLM + NSP; it projects every position onto
@@ -24,7 +27,7 @@ import subprocess
 import sys
 import time
 
-CONTENDERS = ("bert_tf", "keras_hub", "hf_torch")
+CONTENDERS = ("bert_tf", "train_loop", "keras_hub", "hf_torch")
 VOCAB_SIZE = 30522
 
 
@@ -59,14 +62,14 @@ def synthetic_batch(batch_size: int, seq_length: int, predictions: int):
   }
 
 
-def time_keras_fit(model, dataset, warmup: int, steps: int) -> float:
-  model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0)
+def time_keras_fit(model, dataset, warmup: int, steps: int, callbacks=()) -> float:
+  model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, callbacks=list(callbacks))
   start = time.perf_counter()
-  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=list(callbacks))
   return time.perf_counter() - start
 
 
-def run_bert_tf(args, batch) -> float:
+def bert_tf_model_and_data(args, batch):
   import tensorflow as tf
   from bert_tf.config import BertConfig
   from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
@@ -83,7 +86,28 @@ def run_bert_tf(args, batch) -> float:
       features, {"mlm": batch["masked_ids"], "nsp": batch["is_next"]},
       {"mlm": batch["masked_weights"], "nsp": tf.ones_like(batch["is_next"], tf.float32)}
   )).repeat()
-  return time_keras_fit(model, dataset, args.warmup, args.steps)
+  return model, dataset
+
+
+def run_bert_tf(args, batch) -> float:
+  return time_keras_fit(*bert_tf_model_and_data(args, batch), args.warmup, args.steps)
+
+
+def run_train_loop(args, batch) -> float:
+  import tempfile
+  import keras
+  from bert_tf.training import callbacks, checkpointing
+  model, dataset = bert_tf_model_and_data(args, batch)
+  model.optimizer.build(model.trainable_variables)
+  model_dir = tempfile.mkdtemp(prefix="train_loop_")
+  checkpointer = checkpointing.Checkpointer(os.path.join(model_dir, "checkpoints"), model,
+                                            model.optimizer, keep=1)
+  return time_keras_fit(model, dataset, args.warmup, args.steps, callbacks=[
+      checkpointing.CheckpointEvery(checkpointer, 500, 10_000),
+      callbacks.Throughput(args.batch_size, args.seq_length),
+      callbacks.LearningRate(),
+      callbacks.TrainingCurves(os.path.join(model_dir, "history.jsonl"), every=20),
+      keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"))])
 
 
 def run_keras_hub(args, batch) -> float:

@@ -246,7 +246,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
                    dataclasses.asdict(config))
   vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
   if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
-    tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
+    files.copy(vocabulary.path, vocab_copy)
   if flags_text:
     files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
 
