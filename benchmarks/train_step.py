@@ -5,6 +5,11 @@
 Each contender trains the same-sized BERT on the same synthetic batch (random tokens, 15% of
 positions masked, vocabulary 30,522), each in a fresh subprocess with every core:
   - bert_tf: `pretraining_model` + `compile_for_pretraining` (MLM + NSP, AdamW), `model.fit`;
+  - train_loop: "train.py's loop", the same model and batches through `fit` with every
+    callback train.py uses (checkpoints every 500 steps, throughput, learning rate, curves
+    every 20 steps, TensorBoard; no progress bar, as the bare `fit`). It also times the bare
+    `fit` in rounds alternating with it, in the same process, and prints the gap: on a shared
+    machine the contenders' separate runs differ by more than the callbacks cost;
   - keras_hub: `BertMaskedLM` on a `BertBackbone` of the same size (MLM only: keras-hub has no
     NSP head), Keras AdamW, `model.fit`;
   - hf_torch: transformers `BertForPreTraining` (MLM + NSP; it projects every position onto
@@ -24,7 +29,7 @@ import subprocess
 import sys
 import time
 
-CONTENDERS = ("bert_tf", "keras_hub", "hf_torch")
+CONTENDERS = ("bert_tf", "train_loop", "keras_hub", "hf_torch")
 VOCAB_SIZE = 30522
 
 
@@ -59,14 +64,14 @@ def synthetic_batch(batch_size: int, seq_length: int, predictions: int):
   }
 
 
-def time_keras_fit(model, dataset, warmup: int, steps: int) -> float:
-  model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0)
+def time_keras_fit(model, dataset, warmup: int, steps: int, callbacks=()) -> float:
+  model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, callbacks=list(callbacks))
   start = time.perf_counter()
-  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+  model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=list(callbacks))
   return time.perf_counter() - start
 
 
-def run_bert_tf(args, batch) -> float:
+def bert_tf_model_and_data(args, batch):
   import tensorflow as tf
   from bert_tf.config import BertConfig
   from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
@@ -83,7 +88,40 @@ def run_bert_tf(args, batch) -> float:
       features, {"mlm": batch["masked_ids"], "nsp": batch["is_next"]},
       {"mlm": batch["masked_weights"], "nsp": tf.ones_like(batch["is_next"], tf.float32)}
   )).repeat()
-  return time_keras_fit(model, dataset, args.warmup, args.steps)
+  return model, dataset
+
+
+def run_bert_tf(args, batch) -> float:
+  return time_keras_fit(*bert_tf_model_and_data(args, batch), args.warmup, args.steps)
+
+
+def run_train_loop(args, batch) -> float:
+  """Times `fit` with train.py's callbacks; also the bare `fit` of the same model, in rounds
+  alternating with it (`bare_seconds`), so that both see the same machine load."""
+  import tempfile
+  import keras
+  from bert_tf.training import callbacks, checkpointing
+  model, dataset = bert_tf_model_and_data(args, batch)
+  model.optimizer.build(model.trainable_variables)
+  with tempfile.TemporaryDirectory() as model_dir:
+    checkpointer = checkpointing.Checkpointer(os.path.join(model_dir, "checkpoints"), model,
+                                              model.optimizer, keep=1)
+    loop = [checkpointing.CheckpointEvery(checkpointer, 500, 10**9),
+            callbacks.Throughput(args.batch_size, args.seq_length),
+            callbacks.LearningRate(),
+            callbacks.TrainingCurves(os.path.join(model_dir, "history.jsonl"), every=20),
+            keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"))]
+    model.fit(dataset, epochs=1, steps_per_epoch=args.warmup, verbose=0, callbacks=loop)
+    seconds = {"loop": 0.0, "bare": 0.0}
+    rounds = 5
+    for _ in range(rounds):
+      for name, with_callbacks in (("bare", []), ("loop", loop)):
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, steps_per_epoch=args.steps // rounds, verbose=0,
+                  callbacks=with_callbacks)
+        seconds[name] += time.perf_counter() - start
+  run_train_loop.bare_seconds = seconds["bare"] * args.steps / (args.steps // rounds * rounds)
+  return seconds["loop"] * args.steps / (args.steps // rounds * rounds)
 
 
 def run_keras_hub(args, batch) -> float:
@@ -158,9 +196,13 @@ def run_hf_torch(args, batch) -> float:
 def run_one(args) -> None:
   predictions = math.ceil(0.15 * args.seq_length)
   batch = synthetic_batch(args.batch_size, args.seq_length, predictions)
-  seconds = globals()[f"run_{args.contender}"](args, batch)
-  print(json.dumps({"contender": args.contender,
-                    "sequences_per_second": args.steps * args.batch_size / seconds}))
+  run = globals()[f"run_{args.contender}"]
+  seconds = run(args, batch)
+  result = {"contender": args.contender,
+            "sequences_per_second": args.steps * args.batch_size / seconds}
+  if hasattr(run, "bare_seconds"):
+    result["bare_sequences_per_second"] = args.steps * args.batch_size / run.bare_seconds
+  print(json.dumps(result))
 
 
 def main() -> None:
@@ -183,7 +225,7 @@ def main() -> None:
   print(f"{args.config}, sequence {args.seq_length}, batch {args.batch_size}, precision "
         f"{args.mixed_precision}, XLA {'on' if args.jit_compile else 'off'}, "
         f"{os.cpu_count()} cores; {args.steps} steps after {args.warmup}")
-  results = {}
+  results, alongside = {}, {}
   for contender in args.contenders.split(","):
     command = [sys.executable, __file__, f"--contender={contender}",
                *[a for a in sys.argv[1:] if not a.startswith("--contenders")]]
@@ -192,8 +234,10 @@ def main() -> None:
     if done.returncode:
       print(f"{contender}: failed\n{done.stderr[-2000:]}")
       continue
-    results[contender] = json.loads(done.stdout.strip().splitlines()[-1])[
-        "sequences_per_second"]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    results[contender] = result["sequences_per_second"]
+    if "bare_sequences_per_second" in result:
+      alongside[contender] = result["bare_sequences_per_second"]
   from bert_tf.config import BertConfig
   flops = model_flops_per_sequence(BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE),
                                    args.seq_length, math.ceil(0.15 * args.seq_length))
@@ -204,6 +248,9 @@ def main() -> None:
     utilisation = f"{rate * flops / 1e12 / args.peak_tflops:.1%}" if args.peak_tflops else "-"
     print(f"{contender:<12}{rate:>12.1f}{ratio:>12}{rate * flops / 1e12:>10.3f}"
           f"{utilisation:>8}")
+  for contender, bare in alongside.items():
+    print(f"{contender}: {results[contender]:.1f} sequences/s, the bare fit {bare:.1f} in "
+          f"rounds alternating with it: {1 - results[contender] / bare:+.1%} slower")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training.strategy import (check_steps_per_execution, create_strategy, is_chief,
-                                       per_replica_batch_size)
+from bert_tf.training.strategy import create_strategy, is_chief, per_replica_batch_size
 
 
 class TwoReplicas:
@@ -33,9 +32,3 @@ def test_the_chief_is_the_one_process_that_writes_model_dir():
   assert is_chief(process("chief", 0, with_chief))
   assert not is_chief(process("worker", 0, with_chief))
 
-
-def test_several_steps_per_execution_need_one_replica_outside_a_tpu():
-  check_steps_per_execution(TwoReplicas(), 1)
-  check_steps_per_execution(tf.distribute.get_strategy(), 10)
-  with pytest.raises(UserError, match="steps_per_execution 4 with 2 replicas fails"):
-    check_steps_per_execution(TwoReplicas(), 4)

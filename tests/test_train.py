@@ -44,7 +44,7 @@ def test_model_dir_contents(trained):
                "curves.png", "summary.txt", "history.jsonl", "export/saved_model.pb",
                "export/assets/vocab.txt", "checkpoints/checkpoint", "logs"):
     assert os.path.exists(os.path.join(model_dir, name)), name
-  assert not os.path.exists(os.path.join(model_dir, "export.tmp"))
+  assert not os.path.exists(os.path.join(model_dir, ".export.tmp"))
 
 
 def test_metrics_json(trained):

@@ -9,7 +9,10 @@ line each, since they are text the model should see but have no sentences.
 import os
 import re
 
+import tensorflow as tf
 from pydoc_data import topics as pydoc_topics
+
+from bert_tf import files
 
 NAME = "builtin"
 NUM_FILES = 4
@@ -55,18 +58,17 @@ def topic_sentences(text: str) -> list[str]:
 def write_corpus(directory: str) -> list[str]:
   """Writes the corpus as `NUM_FILES` text files under `directory`; returns their paths.
 
-  Writing goes through a temporary name so that a killed process never leaves a half file.
+  Each file is written under a temporary name of its own, then renamed: a killed process
+  never leaves a half file, and workers writing the corpus at once do not collide.
   """
-  os.makedirs(directory, exist_ok=True)
+  tf.io.gfile.makedirs(directory)
   names = sorted(pydoc_topics.topics)
   paths = []
   for shard in range(NUM_FILES):
     path = os.path.join(directory, f"pydoc_topics-{shard:02d}-of-{NUM_FILES:02d}.txt")
     documents = ["\n".join(topic_sentences(pydoc_topics.topics[name]))
                  for name in names[shard::NUM_FILES]]
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-      f.write("\n\n".join(documents) + "\n")
-    os.replace(path + ".tmp", path)
+    files.write_text(path, "\n\n".join(documents) + "\n")
     paths.append(path)
   return paths
 
@@ -77,6 +79,6 @@ def corpus_pattern(data_dir: str) -> str:
   pattern = os.path.join(directory, "pydoc_topics-*.txt")
   expected = [os.path.join(directory, f"pydoc_topics-{i:02d}-of-{NUM_FILES:02d}.txt")
               for i in range(NUM_FILES)]
-  if not all(os.path.exists(p) for p in expected):
+  if not all(tf.io.gfile.exists(p) for p in expected):
     write_corpus(directory)
   return pattern

@@ -118,9 +118,7 @@ def export_savedmodel(model: keras.Model, vocabulary: Vocabulary, directory: str
   """
   module = ServingModule(model, vocabulary, seq_length=seq_length, lower_case=lower_case,
                          top_k=top_k)
-  temporary = directory.rstrip("/") + ".tmp"
-  if tf.io.gfile.exists(temporary):
-    tf.io.gfile.rmtree(temporary)
+  temporary = files.temporary_directory(directory)
   tf.saved_model.save(module, temporary, signatures={
       "fill_mask": module.fill_mask, "is_next": module.is_next, "encode": module.encode})
   tf.io.gfile.makedirs(os.path.join(temporary, "assets"))

@@ -44,14 +44,13 @@ def export_huggingface(model: keras.Model, config: BertConfig, vocabulary: Vocab
                        directory: str, *, lower_case: bool) -> str:
   """Writes a directory that `BertForPreTraining.from_pretrained` and
   `BertTokenizer.from_pretrained` load; atomically (temporary directory, then rename)."""
-  from safetensors.numpy import save_file
+  from safetensors.numpy import save
 
-  temporary = directory.rstrip("/") + ".tmp"
-  if tf.io.gfile.exists(temporary):
-    tf.io.gfile.rmtree(temporary)
+  temporary = files.temporary_directory(directory)
   tf.io.gfile.makedirs(temporary)
-  save_file(model_state(model, config), os.path.join(temporary, WEIGHTS),
-            metadata={"format": "pt"})
+  # Serialised in memory and written through tf.io.gfile: any file system, gs:// too.
+  with tf.io.gfile.GFile(os.path.join(temporary, WEIGHTS), "wb") as f:
+    f.write(save(model_state(model, config), metadata={"format": "pt"}))
   files.write_json(os.path.join(temporary, "config.json"), hf_config(config))
   tf.io.gfile.copy(vocabulary.path, os.path.join(temporary, "vocab.txt"))
   files.write_json(os.path.join(temporary, "tokenizer_config.json"), {

@@ -6,8 +6,9 @@ one to one. `BertBackbone` computes GELU with the tanh approximation, ours with 
 outputs differ from ours by about 1e-3.
 """
 
+import tempfile
+
 import keras
-import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.config import BertConfig
@@ -29,11 +30,11 @@ def export_keras_hub(model: keras.Model, config: BertConfig, vocabulary: Vocabul
     raise ValueError(f"encoder and BertBackbone weights differ: {set(ours) ^ set(theirs)}")
   for path, variable in theirs.items():
     variable.assign(ours[path])
-  temporary = directory.rstrip("/") + ".tmp"
-  if tf.io.gfile.exists(temporary):
-    tf.io.gfile.rmtree(temporary)
-  backbone.save_to_preset(temporary)
-  keras_hub.models.BertTokenizer(vocabulary=vocabulary.tokens,
-                                 lowercase=lower_case).save_to_preset(temporary)
+  temporary = files.temporary_directory(directory)
+  with tempfile.TemporaryDirectory() as local:  # keras-hub writes with open(): local only
+    backbone.save_to_preset(local)
+    keras_hub.models.BertTokenizer(vocabulary=vocabulary.tokens,
+                                   lowercase=lower_case).save_to_preset(local)
+    files.copy_directory(local, temporary)
   files.replace_directory(temporary, directory)
   return directory

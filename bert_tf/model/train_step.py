@@ -8,7 +8,13 @@ Keras's own `train_step` is replaced, for what Keras does not do:
   nothing crosses replicas until the one `apply_gradients`, so it works under every strategy,
   and `optimizer.iterations` (hence the learning-rate schedule) counts updates.
 
-And two Keras 3.15 failures under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §6), mended:
+And three Keras 3.15 failures, mended:
+- `steps_per_execution` > 1 under `MirroredStrategy` ("You must feed a value for placeholder
+  tensor", KERAS3_NOTES §5): Keras runs each step inside a `tf.cond` on an optional batch, whose
+  cross-replica sums break. Our training stream never ends, so `make_train_function` runs the
+  N steps in a plain loop over the iterator instead.
+
+Under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §6):
 - `_maybe_symbolic_build` averages the first distributed batch across workers, which cannot
   be done on per-replica values: the first local replica's batch is used instead.
 - `fit` reduces each scalar log with `strategy.reduce("MEAN", log, axis=0)`, invalid for a
@@ -17,6 +23,7 @@ And two Keras 3.15 failures under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §
 
 import keras
 import tensorflow as tf
+from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
 from bert_tf.model import loss as loss_lib
 from bert_tf.training import data_position as data_position_lib
@@ -82,6 +89,34 @@ class PretrainingModel(keras.Model):
       gradients = self._accumulated_gradients((x, y, sample_weight, loss_weights), parts)
     self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
     return self._logs()
+
+  def make_train_function(self, force=False):
+    """With several steps per execution: one `tf.function` running `steps_per_execution`
+    training steps, each taking the iterator's next batch; returns the last step's logs.
+
+    The data must last (the training stream repeats): a short input raises `OutOfRangeError`,
+    which `fit` ends the epoch on, without the logs of that execution's steps."""
+    if self.steps_per_execution == 1 or self.run_eagerly:
+      return super().make_train_function(force)
+    if self.train_function is not None and not force:
+      return self.train_function
+    strategy = self.distribute_strategy
+    steps = self.steps_per_execution
+
+    @tf.function(jit_compile=self.jit_compile, reduce_retracing=True)
+    def one_step(data):
+      return reduce_per_replica(strategy.run(self.train_step, args=(data,)), strategy,
+                                reduction="auto")
+
+    @tf.function(reduce_retracing=True)
+    def several_steps(iterator):
+      logs = one_step(next(iterator))
+      for _ in tf.range(steps - 1):
+        logs = one_step(next(iterator))
+      return logs
+
+    self.train_function = several_steps
+    return self.train_function
 
   def test_step(self, data):
     x, y, sample_weight = data

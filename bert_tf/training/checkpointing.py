@@ -11,7 +11,14 @@ this is written here on `tf.train.CheckpointManager`:
 - SIGTERM (preemption) saves a checkpoint at the current step and stops within a step.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
   good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
-  batches (the data position is kept across that restore).
+  batches (the data position is kept across that restore). The
+  loss is read at each save and every `LOSS_CHECK_EVERY` steps, never on every step.
+- The latest checkpoint unreadable (a truncated file): a warning naming it, and the newest
+  readable one is restored. A save that fails (disk full): `TrainingStopped` naming the
+  checkpoint, the previous one still the latest.
+- Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have.
+- With `steps_per_execution=N`, Keras calls back once per N updates: N must divide the
+  checkpoint interval and `train_steps`, so that every save falls on a callback.
 """
 
 import logging
@@ -24,11 +31,12 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-
-
-CHECKPOINTS = "checkpoints"  # under model_dir
+from bert_tf.training.callbacks import StepCounter
 
 log = logging.getLogger("bert_tf")
+
+CHECKPOINTS = "checkpoints"  # under model_dir
+LOSS_CHECK_EVERY = 100  # steps between reads of the loss, besides each save
 
 
 def is_training_directory(path: str) -> bool:
@@ -36,16 +44,38 @@ def is_training_directory(path: str) -> bool:
   return tf.io.gfile.exists(os.path.join(path, CHECKPOINTS, "checkpoint"))
 
 
+class UnreadableCheckpoint(Exception):
+  """A checkpoint whose files cannot be read (truncated, missing)."""
+
+
+def _unreadable(path: str) -> str:
+  """Why the checkpoint `path` cannot be read, or "" when every tensor in it can."""
+  try:
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+      reader.get_tensor(name)
+  except (IndexError, ValueError, tf.errors.OpError) as e:
+    return _first_line(e)
+  return ""
+
+
+def _first_line(error: Exception) -> str:
+  return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
+
 def _restore_fitting(checkpoint: tf.train.Checkpoint, path: str, advice: str,
                      partial: bool = False) -> None:
-  """Restores `path` into `checkpoint`; a checkpoint of another model is a UserError."""
+  """Restores `path` into `checkpoint`; a checkpoint of another model is a UserError, one
+  that cannot be read an `UnreadableCheckpoint`."""
   try:
     status = checkpoint.restore(path)
     (status.expect_partial() if partial else status).assert_existing_objects_matched()
-  except (AssertionError, ValueError, tf.errors.OpError) as e:
-    first_line = str(e).strip().splitlines()[0][:300]
+  except (AssertionError, IndexError, ValueError, tf.errors.OpError) as e:
+    reason = _unreadable(path)
+    if reason:
+      raise UnreadableCheckpoint(f"the checkpoint {path} cannot be read: {reason}") from None
     raise UserError(f"the checkpoint {path} does not fit this model (another --config or "
-                    f"vocabulary? {advice}): {first_line}") from None
+                    f"vocabulary? {advice}): {_first_line(e)}") from None
 
 
 class TrainingStopped(Exception):
@@ -74,12 +104,41 @@ class Checkpointer:
   def step(self) -> int:
     return int(self.optimizer.iterations.numpy())
 
-  def restore(self) -> int:
-    """Restores the latest checkpoint, if any; returns its step (0 when starting afresh)."""
-    latest = self.manager.latest_checkpoint
-    if latest:
-      _restore_fitting(self.checkpoint, latest, "use a new --model_dir")
+  def restore(self, strategy: tf.distribute.Strategy | None = None) -> int:
+    """Restores the newest readable checkpoint, if any (warning about each newer one that
+    cannot be read); returns its step (0 when starting afresh). Under a multi-worker
+    `strategy` every worker restores the newest step that all of them have."""
+    paths = list(reversed(self.manager.checkpoints))  # newest first
+    for path in paths:
+      try:
+        _restore_fitting(self.checkpoint, path, "use a new --model_dir")
+        break
+      except UnreadableCheckpoint as e:
+        log.warning("%s: resuming from the previous one", e)
+    else:
+      if paths:
+        raise UserError(f"no checkpoint in {self.manager.directory} can be read (the latest: "
+                        f"{paths[0]}): use a new --model_dir")
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+      self._restore_common_step(strategy)
     return self.step
+
+  def _restore_common_step(self, strategy: tf.distribute.MultiWorkerMirroredStrategy):
+    """Goes back to the newest step every worker restored: workers killed at once can be
+    caught on either side of a save."""
+    steps = strategy.gather(strategy.run(lambda: tf.constant([self.step], tf.int64)), axis=0)
+    steps = [int(step) for step in steps.numpy()]
+    common = min(steps)
+    if self.step == common:
+      return
+    path = os.path.join(self.manager.directory, f"ckpt-{common}")
+    if path not in self.manager.checkpoints:
+      raise UserError(f"this worker's checkpoints in {self.manager.directory} (the latest at "
+                      f"step {self.step}) do not include step {common}, the latest of another "
+                      f"worker (the workers' steps: {steps}): use a new --model_dir")
+    log.warning("Workers restored steps %s: going back to step %d, which all of them have",
+                steps, common)
+    _restore_fitting(self.checkpoint, path, "use a new --model_dir")
 
   def continue_from(self, model_dir: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of
@@ -98,15 +157,25 @@ class Checkpointer:
     return all(np.isfinite(np.asarray(v.numpy())).all() for v in self.model.trainable_weights)
 
   def save(self) -> str:
-    """Saves at the current step, unless a weight is not finite (then nothing is written)."""
+    """Saves at the current step, unless a weight is not finite (then nothing is written).
+    A write that fails (disk full, any file-system error) stops training: the previous
+    checkpoint stays the latest, and a re-run resumes from it."""
     if not self.weights_are_finite():
       raise TrainingStopped(f"weights are not finite at step {self.step}: not saved")
-    return self.manager.save(checkpoint_number=self.step)
+    try:
+      return self.manager.save(checkpoint_number=self.step)
+    except tf.errors.OpError as e:
+      path = os.path.join(self.manager.directory, f"ckpt-{self.step}")
+      raise TrainingStopped(
+          f"could not write the checkpoint {path}: "
+          f"{type(e).__name__}: {_first_line(e)}; the latest checkpoint is still "
+          f"{self.manager.latest_checkpoint}: run the same command to resume") from None
 
 
-class CheckpointEvery(keras.callbacks.Callback):
+class CheckpointEvery(StepCounter):
   """Saves every `every` steps and at `train_steps`, where it also stops training; stops and
-  saves on SIGTERM; stops without saving on a non-finite loss."""
+  saves on SIGTERM; stops without saving on a non-finite loss, checked at each save and every
+  `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on every step)."""
 
   def __init__(self, checkpointer: Checkpointer, every: int, train_steps: int):
     super().__init__()
@@ -117,6 +186,7 @@ class CheckpointEvery(keras.callbacks.Callback):
     self.non_finite = False
     self._terminated = False
     self._previous_handler = None
+    self._next_loss_check = 0
 
   def on_train_end(self, logs=None):
     signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
@@ -125,30 +195,53 @@ class CheckpointEvery(keras.callbacks.Callback):
     self._terminated = True
 
   def on_train_begin(self, logs=None):
+    super().on_train_begin(logs)
+    steps_per_execution = self.model.steps_per_execution
+    if self.step % steps_per_execution:
+      raise UserError(f"the run is at step {self.step}, not a multiple of steps_per_execution "
+                      f"{steps_per_execution}: resume with the steps_per_execution it ran with")
     self.stop_reason = None
     self.non_finite = False
+    self._next_loss_check = self.step + LOSS_CHECK_EVERY
     self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
 
   def on_train_batch_end(self, batch, logs=None):
-    step = self.checkpointer.step
-    loss = (logs or {}).get("loss")
-    if loss is not None and not math.isfinite(float(loss)):
-      self.non_finite = True
-      self.stop_reason = (f"the loss is not finite at step {step}: training stopped, nothing "
-                          f"saved; the latest checkpoint (step {self.checkpointer.latest_step})"
-                          " is the last good one")
-      self.model.stop_training = True
-      return
+    super().on_train_batch_end(batch, logs)
+    step = self.step
+    saving = self._terminated or step % self.every == 0 or step >= self.train_steps
+    if saving or step >= self._next_loss_check:
+      self._next_loss_check = step + LOSS_CHECK_EVERY
+      loss = (logs or {}).get("loss")
+      if loss is not None and not math.isfinite(float(loss)):
+        self.non_finite = True
+        self.stop_reason = (f"the loss is not finite at step {step}: training stopped, "
+                            "nothing saved; the latest checkpoint (step "
+                            f"{self.checkpointer.latest_step}) is the last good one")
+        self.model.stop_training = True
+        return
     if self._terminated:
       path = self.checkpointer.save()
       self.stop_reason = (f"stopped by SIGTERM at step {step}, checkpoint {path}: run the same "
                           "command to resume")
       self.model.stop_training = True
-    elif step % self.every == 0 or step >= self.train_steps:
+    elif saving:
       self.checkpointer.save()
       log.info("checkpoint at step %s", f"{step:,}")
     if step >= self.train_steps:
       self.model.stop_training = True
+
+
+def check_steps_per_execution(steps_per_execution: int, checkpoint_every: int,
+                              train_steps: int) -> None:
+  """Keras calls back once per `steps_per_execution` updates: every checkpoint and the end
+  of training must fall on a call."""
+  if steps_per_execution <= 0:
+    raise UserError("steps_per_execution must be positive")
+  for name, value in (("checkpoint_every", checkpoint_every), ("train_steps", train_steps)):
+    if value % steps_per_execution:
+      raise UserError(f"{name} {value} is not a multiple of steps_per_execution "
+                      f"{steps_per_execution}: checkpoints and the end of training fall only "
+                      "between executions")
 
 
 def intervals(start_step: int, train_steps: int, every: int) -> tuple[int, int]:

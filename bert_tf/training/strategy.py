@@ -57,17 +57,6 @@ def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: 
   return global_batch_size // replicas
 
 
-def check_steps_per_execution(strategy: tf.distribute.Strategy, steps_per_execution: int):
-  """Refuses several steps per execution with several replicas outside a TPU: Keras 3.15's
-  multi-step loop fails there ("You must feed a value for placeholder tensor", keras#19246's
-  family; seen under MirroredStrategy on two logical CPUs)."""
-  if (steps_per_execution > 1 and strategy.num_replicas_in_sync > 1
-      and not isinstance(strategy, tf.distribute.TPUStrategy)):
-    raise UserError(
-        f"steps_per_execution {steps_per_execution} with {strategy.num_replicas_in_sync} "
-        "replicas fails in Keras 3.15 (keras#19246); use 1 outside a TPU")
-
-
 def distribute(strategy: tf.distribute.Strategy, make_dataset, global_batch_size: int):
   """The training input for `strategy`: each input pipeline reads its own shard.
 

@@ -29,7 +29,7 @@ from bert_tf.interop.tf1_checkpoint import (checkpoint_prefix, is_tf1_checkpoint
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import callbacks as callbacks_lib
 from bert_tf.training import checkpointing, evaluation, optimization, precision, progress
-from bert_tf.training import report
+from bert_tf.training import report, run_lock
 from bert_tf.training import data_position as data_position_lib
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.vocab import build_vocabulary
@@ -212,11 +212,13 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
+  lock = run_lock.RunLock.acquire(config.model_dir)  # one run per model_dir
   vocabulary, bert_config = prepare(config)
   keras.utils.set_random_seed(config.seed)
   strategy_lib.per_replica_batch_size(strategy, config.global_batch_size,
                                       config.gradient_accumulation_steps)
-  strategy_lib.check_steps_per_execution(strategy, config.steps_per_execution)
+  checkpointing.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
+                                          config.train_steps)
 
   with strategy.scope(), precision.policy(config.mixed_precision):
     model = pretraining_model(bert_config)
@@ -236,7 +238,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     checkpointer = checkpointing.Checkpointer(
         os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, optimizer,
         keep=config.keep_checkpoints, data_position=model.data_position.last_consumed)
-    start_step = checkpointer.restore()
+    start_step = checkpointer.restore(strategy)
     if start_step:
       log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
     elif config.init_checkpoint and checkpointing.is_training_directory(
@@ -258,7 +260,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
                    dataclasses.asdict(config))
   vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
   if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
-    tf.io.gfile.copy(vocabulary.path, vocab_copy, overwrite=True)
+    files.copy(vocabulary.path, vocab_copy)
   if flags_text:
     files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
 
@@ -330,4 +332,5 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   log.info("Writing the serving SavedModel to %s", os.path.join(config.model_dir, "export"))
   export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
                     seq_length=config.seq_length, lower_case=config.do_lower_case)
+  lock.release()
   return metrics
