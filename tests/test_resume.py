@@ -37,11 +37,15 @@ def weights(model_dir):
   return values
 
 
-def wait_for(path, process, timeout=300):
+def wait_for_checkpoint(model_dir, step, process, timeout=300):
+  """Waits until the checkpoint index names `ckpt-{step}` as the latest: its files are then
+  complete (they are written before the index), so a kill from here on loses nothing of it."""
+  index = os.path.join(model_dir, "checkpoints", "checkpoint")
   start = time.time()
-  while not os.path.exists(path):
+  while not (os.path.exists(index)
+             and f'model_checkpoint_path: "ckpt-{step}"' in open(index).read()):
     assert process.poll() is None, process.stderr.read()[-3000:]
-    assert time.time() - start < timeout, f"{path} never appeared"
+    assert time.time() - start < timeout, f"ckpt-{step} never became the latest"
     time.sleep(0.05)
 
 
@@ -57,7 +61,7 @@ def uninterrupted(tmp_path_factory, data_dir, vocab_file):
 def start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step):
   process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  wait_for(os.path.join(model_dir, "checkpoints", f"ckpt-{step}.index"), process)
+  wait_for_checkpoint(model_dir, step, process)
   return process
 
 

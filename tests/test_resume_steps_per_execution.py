@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 
-from test_resume import ENV, ROOT, command, wait_for, weights
+from test_resume import ENV, ROOT, command, wait_for_checkpoint, weights
 
 FOUR = ["--steps_per_execution=4", "--checkpoint_every=4"]
 LONGER = ["--train_steps=12", "--dropout=0.1"]  # 8 steps after the kill: still running
@@ -25,7 +25,7 @@ def test_sigkill_then_rerun_with_four_steps_per_execution(tmp_path, data_dir, vo
   run = command(model_dir, data_dir, vocab_file, *LONGER, *FOUR)
   process = subprocess.Popen(run, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-  wait_for(os.path.join(model_dir, "checkpoints", "ckpt-4.index"), process)
+  wait_for_checkpoint(model_dir, 4, process)
   process.send_signal(signal.SIGKILL)
   process.wait()
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
