@@ -29,11 +29,7 @@ SAMPLE_BYTES = 64 << 20
 def _sentences(sample: list[list[pieces.FileRange]], input_format: str) -> tf.data.Dataset:
   """Batches of the sample's sentences: what the learner is fed, read as the pipeline reads."""
   ranges = [r for piece in sample for r in piece]
-  return tf.data.Dataset.from_tensor_slices((
-      [r.path for r in ranges], [r.start for r in ranges], [r.end for r in ranges],
-      [r.file_size for r in ranges])).flat_map(
-          lambda path, start, end, size: corpus.read_range(
-              path, start, end, size, input_format)).unbatch().batch(1024)
+  return corpus.read_ranges(ranges, input_format).unbatch().batch(1024)
 
 
 def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
@@ -47,7 +43,9 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
   paths = corpus.list_files(file_patterns, data_dir)
-  sample = pieces.sample_pieces(pieces.plan_pieces(paths), SAMPLE_BYTES)
+  # Pieces of at most 1/16 of the sample, so that it is spread over at least 16 places.
+  planned = pieces.plan_pieces(paths, piece_bytes=min(pieces.PIECE_BYTES, SAMPLE_BYTES // 16))
+  sample = pieces.sample_pieces(planned, SAMPLE_BYTES)
   logging.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
                vocab_size, sum(r.length for p in sample for r in p) / 1e6, len(paths))
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(

@@ -216,3 +216,138 @@ def test_builtin_corpus_drops_table_borders():
            "+-----------+--------------+\n")
   assert builtin_corpus.topic_sentences(table) == [
       "Text before.", "Option | Meaning | \"'<'\" | Left-aligned"]
+
+
+# read_range: streaming gives the documents of a whole read
+
+def _streamed(path: str, input_format: str = "sentence_per_line", chunk_bytes: int = 997,
+              start: int = 0, end: int | None = None):
+  return _streamed_in_chunks_of(path, [chunk_bytes], input_format, start, end)[0]
+
+
+def _streamed_in_chunks_of(path: str, chunk_sizes: list[int], input_format="sentence_per_line",
+                           start: int = 0, end: int | None = None):
+  """The documents read_range gives for each chunk size (one dataset: one trace, fast)."""
+  size = tf.io.gfile.stat(path).length
+  end = size if end is None else end
+  read = tf.data.Dataset.from_tensor_slices(chunk_sizes).enumerate().flat_map(
+      lambda index, chunk_bytes: corpus.read_range(
+          path, start, end, size, input_format, chunk_bytes=chunk_bytes).map(
+              lambda document: (index, document)))
+  results = [[] for _ in chunk_sizes]
+  for index, document in read.as_numpy_iterator():
+    results[index].append(document.tolist())
+  return results
+
+
+def _whole(content: bytes, input_format: str = "sentence_per_line"):
+  return corpus.documents_from_text(tf.constant(content), input_format).to_list()
+
+
+_MESSY = ("\ufeffHello wörld, a café.\r\nSecond line € 𝄞.\r\n\r\n\r\n  \t \r\n"
+          "\tTabbed\there\t\r\n\n\n\nПривет мир. Ещё.\n日本語の文。 次。\n"
+          "\n \n").encode() + b"bad \xff\xfe bytes\r\nmore \xc3 cut\n\xe2\x82\n\n" + (
+              "Ünïcödé. Done! Ok? \"Yes.\" (No) end.\r\nlast line without newline €").encode()
+
+
+@pytest.mark.parametrize("input_format", corpus.INPUT_FORMATS)
+def test_chunks_cutting_characters_crlfs_and_documents_give_the_whole_read(
+    tmp_path, input_format):
+  path = _write(tmp_path / "messy.txt", _MESSY)
+  expected = _whole(_MESSY, input_format)
+  assert len(expected) >= 5
+  # Every chunk size from 3 to 17 bytes cuts 2-, 3- and 4-byte characters, CRLFs, the BOM's
+  # neighbourhood, blank-line runs and documents at every possible offset.
+  chunk_sizes = [*range(3, 18), len(_MESSY) - 1, len(_MESSY), 1 << 20]
+  for chunk_bytes, documents in zip(
+      chunk_sizes, _streamed_in_chunks_of(path, chunk_sizes, input_format)):
+    assert documents == expected, chunk_bytes
+
+
+@pytest.mark.parametrize("input_format", corpus.INPUT_FORMATS)
+def test_built_in_corpus_streamed_in_small_chunks_equals_whole_read(corpus_pattern,
+                                                                    input_format):
+  for path in corpus.list_files(corpus_pattern)[:2]:
+    with open(path, "rb") as f:
+      expected = _whole(f.read(), input_format)
+    assert len(expected) >= 19
+    assert _streamed_in_chunks_of(path, [997, 65_536], input_format) == [expected, expected]
+
+
+def test_range_inside_a_file_equals_a_whole_read_of_its_bytes(tmp_path):
+  content = b"One.\nTwo.\n\nThree.\nFour.\n\n\n\xef\xbb\xbfFive.\nSix.\n"
+  path = _write(tmp_path / "f.txt", content)
+  start, end = content.index(b"\nThree") + 1, content.index(b"\xef\xbb\xbfFive")
+  assert _streamed(path, chunk_bytes=4, start=start, end=end) == _whole(content[start:end])
+  assert _streamed(path, chunk_bytes=4, start=start, end=end) == [[b"Three.", b"Four."]]
+  # A byte-order mark is removed only at the file's start.
+  assert _streamed(path, chunk_bytes=5, start=end) == [["\ufeffFive.".encode(), b"Six."]]
+  assert _streamed(path, start=3, end=3) == []
+
+
+def test_lines_longer_than_the_limit_are_cut_when_streamed(tmp_path):
+  # 200,000 characters on one line, more than _MAX_LINE_BYTES carried, then more lines.
+  content = ("  " + "é" * 150_000 + "x" * 50_000 + "\nAfter.\n\nNext.").encode()
+  path = _write(tmp_path / "long.txt", content)
+  expected = _whole(content)
+  assert [len(s.decode()) for d in expected for s in d] == [corpus.MAX_LINE_CHARS, 6, 5]
+  assert expected[0][0].decode() == "é" * corpus.MAX_LINE_CHARS
+  assert _streamed(path, chunk_bytes=4099) == expected
+
+
+def test_a_file_without_blank_lines_gives_documents_of_at_most_the_bound(tmp_path):
+  bound = corpus.MAX_SENTENCES_PER_DOCUMENT
+  sentences = [f"Sentence {i}.".encode() for i in range(2 * bound + 1234)]
+  content = b"\n".join(sentences) + b"\n"
+  path = _write(tmp_path / "book.txt", content)
+  expected = [sentences[:bound], sentences[bound:2 * bound], sentences[2 * bound:]]
+  assert _whole(content) == expected
+  assert _streamed(path, chunk_bytes=65_537) == expected
+
+
+def test_long_documents_are_cut_from_their_start_among_others():
+  bound = corpus.MAX_SENTENCES_PER_DOCUMENT
+  long_document = [f"S{i}.".encode() for i in range(bound + 3)]
+  content = b"Short.\n\n" + b"\n".join(long_document) + b"\n\nAfter.\n"
+  assert _whole(content) == [[b"Short."], long_document[:bound], long_document[bound:],
+                             [b"After."]]
+
+
+@pytest.mark.parametrize("input_format", corpus.INPUT_FORMATS)
+def test_streaming_from_tensorflows_in_memory_file_system(input_format):
+  path = "ram://corpus/messy.txt"
+  with tf.io.gfile.GFile(path, "wb") as f:
+    f.write(_MESSY)
+  try:
+    assert _streamed(path, input_format, chunk_bytes=7) == _whole(_MESSY, input_format)
+  finally:
+    tf.io.gfile.remove(path)
+
+
+def test_check_documents_reads_a_bounded_prefix(tmp_path, monkeypatch):
+  # 1,000 documents; the check needs 2 and may read 200 bytes: it reads one range that ends at
+  # the first document boundary after 200 bytes.
+  content = b"".join(f"Document {i}.\nIts second line.\n\n".encode() for i in range(1000))
+  path = _write(tmp_path / "big.txt", content)
+  reads = []
+  read_ranges = corpus.read_ranges
+
+  def spy(ranges, input_format):
+    reads.extend(ranges)
+    return read_ranges(ranges, input_format)
+
+  monkeypatch.setattr(corpus, "CHECK_BYTES", 200)
+  monkeypatch.setattr(corpus, "read_ranges", spy)
+  corpus.check_documents([path, path], "sentence_per_line", needed=2)
+  [prefix] = reads
+  document_bytes = len(b"Document 0.\nIts second line.\n\n")
+  assert prefix.start == 0 and 200 <= prefix.end < 200 + document_bytes
+  assert content[prefix.end - 2:prefix.end] == b"\n\n"  # The next document starts there.
+  assert content[prefix.end:].startswith(b"Document")
+
+
+def test_check_documents_accepts_a_long_first_document_with_text_after_the_prefix(
+    tmp_path, monkeypatch):
+  monkeypatch.setattr(corpus, "CHECK_BYTES", 64)
+  path = _write(tmp_path / "one-long.txt", b"Long.\n" * 100 + b"\nSecond document.\n")
+  corpus.check_documents([path], "sentence_per_line", needed=2)

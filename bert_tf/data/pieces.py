@@ -31,7 +31,7 @@ _MAX_HALVINGS = 8  # How much smaller than asked pieces get to make `min_pieces`
 class FileRange:
   """Bytes [start, end) of the file at `path`, whose size is `file_size`."""
   path: str
-  start: int  # 0 or the byte offset of a document start
+  start: int  # 0 or the byte offset of a document start (a non-blank line after a blank one)
   end: int  # the byte offset of a document start, or file_size
   file_size: int
 
@@ -47,43 +47,53 @@ def file_sizes(files: list[str]) -> list[int]:
 
 
 def _boundary_after(f, offset: int, size: int) -> int:
-  """The first document start at or after `offset` in the open file `f` of `size` bytes:
-  the start of a blank line, else of a line, else a character, within BOUNDARY_SEARCH_BYTES;
-  `size` when the file ends first."""
+  """The first document start at or after `offset` in the open file `f` of `size` bytes: the
+  first non-blank line after a blank line; else a line start, else a character start, within
+  BOUNDARY_SEARCH_BYTES; `size` when the file ends first."""
   begin = max(0, offset - 1)  # The byte before `offset` tells whether a line starts there.
   f.seek(begin)
   data = b""
-  while len(data) < BOUNDARY_SEARCH_BYTES + 1 and begin + len(data) < size:
+  while True:
     block = f.read(_READ_BYTES)
-    if not block:
-      break
     data += block
-    if _blank_line_start(data, offset - begin) is not None:
+    at_eof = not block or begin + len(data) >= size
+    found = _document_start(data, offset - begin)
+    if found is not None:
+      return min(size, begin + found)
+    if at_eof or len(data) > BOUNDARY_SEARCH_BYTES:
       break
   data = data[:BOUNDARY_SEARCH_BYTES + 1]
-  at = _blank_line_start(data, offset - begin)
-  if at is None:
-    newline = data.find(b"\n", max(0, offset - begin - 1))
-    at = newline + 1 if newline >= 0 else None
-  if at is None:  # One enormous line: cut it between two characters.
-    at = offset - begin
-    while at < len(data) and 0x80 <= data[at] < 0xC0:
-      at += 1
+  if at_eof and not data[offset - begin:].strip(_WHITESPACE):
+    return size  # Only blank lines follow.
+  newline = data.find(b"\n", max(0, offset - begin - 1))
+  if newline >= 0:
+    return min(size, begin + newline + 1)
+  at = offset - begin  # One enormous line: cut it between two characters.
+  while at < len(data) and 0x80 <= data[at] < 0xC0:
+    at += 1
   return min(size, begin + at)
 
 
-def _blank_line_start(data: bytes, at: int) -> int | None:
-  """The index of the first start of a complete blank line at or after `at` in `data`."""
+def _document_start(data: bytes, at: int) -> int | None:
+  """In `data`, the index of the first non-blank line that follows a blank line starting at or
+  after `at`; None if there is none in `data`."""
   start = data.rfind(b"\n", 0, at) + 1 if at > 0 else 0
   if start < at:  # `at` is inside a line: the next line start.
     newline = data.find(b"\n", at)
-    start = newline + 1 if newline >= 0 else len(data)
+    if newline < 0:
+      return None
+    start = newline + 1
+  after_blank = False
   while start < len(data):
     newline = data.find(b"\n", start)
+    line = data[start:] if newline < 0 else data[start:newline]
+    if line.strip(_WHITESPACE):
+      if after_blank:
+        return start
+    elif newline >= 0:
+      after_blank = True
     if newline < 0:
-      return None  # The line may go on past `data`.
-    if not data[start:newline].strip(_WHITESPACE):
-      return start
+      break
     start = newline + 1
   return None
 

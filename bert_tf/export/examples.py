@@ -53,8 +53,7 @@ def most_frequent_phrase(sentences: list[str]) -> MaskedSentence | None:
 def corpus_examples(file_patterns, input_format: str, data_dir: str):
   """(first, following, unrelated, [masked sentences]) from the corpus's first file."""
   prefix = pieces.prefix_range(corpus.list_files(file_patterns, data_dir)[0], EXAMPLE_BYTES)
-  documents = corpus.read_range(prefix.path, prefix.start, prefix.end, prefix.file_size,
-                                input_format)
+  documents = corpus.read_ranges([prefix], input_format)
   documents = [[s.decode("utf-8") for s in d] for d in documents.as_numpy_iterator()]
   first_document = next(d for d in documents if len(d) >= 2)
   other_document = next(d for d in documents if d is not first_document)
