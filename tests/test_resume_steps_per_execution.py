@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 import numpy as np
 
@@ -26,6 +27,10 @@ def test_sigkill_then_rerun_with_four_steps_per_execution(tmp_path, data_dir, vo
   process = subprocess.Popen(run, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
   wait_for(os.path.join(model_dir, "checkpoints", "ckpt-4.index"), process)
+  state = os.path.join(model_dir, "checkpoints", "checkpoint")
+  while "ckpt-4" not in open(state).read():  # the index naming the latest comes last
+    assert process.poll() is None, process.stderr.read()[-3000:]
+    time.sleep(0.05)
   process.send_signal(signal.SIGKILL)
   process.wait()
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
