@@ -38,14 +38,19 @@ def _remove_directory(directory: str) -> None:
     pass
 
 
+def _each_file(source: str, target: str, transfer) -> None:
+  """Applies `transfer(from, to, overwrite=True)` to every file of the tree `source`, into the
+  same place under `target` (directories made as needed)."""
+  for directory, _, names in list(tf.io.gfile.walk(source)):
+    destination = target + directory[len(source):]
+    tf.io.gfile.makedirs(destination)
+    for name in names:
+      transfer(os.path.join(directory, name), os.path.join(destination, name), overwrite=True)
+
+
 def copy_directory(source: str, target: str) -> None:
   """Copies the tree `source` to `target` (made if needed), file by file."""
-  for directory, _, names in list(tf.io.gfile.walk(source)):
-    copied = target + directory[len(source):]
-    tf.io.gfile.makedirs(copied)
-    for name in names:
-      tf.io.gfile.copy(os.path.join(directory, name), os.path.join(copied, name),
-                       overwrite=True)
+  _each_file(source, target, tf.io.gfile.copy)
 
 
 def _move_directory(source: str, target: str) -> None:
@@ -55,12 +60,7 @@ def _move_directory(source: str, target: str) -> None:
   if "://" not in source:
     tf.io.gfile.rename(source, target)
     return
-  for directory, _, names in list(tf.io.gfile.walk(source)):
-    moved = target + directory[len(source):]
-    tf.io.gfile.makedirs(moved)
-    for name in names:
-      tf.io.gfile.rename(os.path.join(directory, name), os.path.join(moved, name),
-                         overwrite=True)
+  _each_file(source, target, tf.io.gfile.rename)
   _remove_directory(source)
 
 
