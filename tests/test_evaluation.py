@@ -16,6 +16,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import evaluation
+from bert_tf.training.callbacks import TrainingCurves
 from bert_tf.training.trainer import TrainConfig
 
 EVAL_STEPS = 2
@@ -40,7 +41,7 @@ def fitted(tmp_path_factory, corpus_pattern, vocab_file):
   callback = evaluation.HeldOutEvaluation(
       lambda: batches(held_out=True, seed=0), steps=EVAL_STEPS, every=4, train_steps=7,
       log_dir=os.path.join(model_dir, "logs"),
-      history_path=os.path.join(model_dir, "history.jsonl"))
+      curves=TrainingCurves(os.path.join(model_dir, "history.jsonl")))
   records = []
   handler = logging.Handler()
   handler.emit = records.append

@@ -5,12 +5,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import corpus, holdout
+from bert_tf.data import corpus, holdout, pieces
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
 FRACTION = 0.3
+
+
+def whole_files(files):
+  """Each file as one range, in the order given."""
+  return [pieces.FileRange(path, 0, size, size)
+          for path, size in zip(files, pieces.file_sizes(files))]
 
 
 def corpus_documents(corpus_pattern):
@@ -31,11 +37,10 @@ def split_by_holdout(documents: tf.data.Dataset, held_out: bool) -> set[str]:
 def test_split_is_a_partition_decided_by_the_text(corpus_pattern):
   texts = corpus_documents(corpus_pattern)
   files = corpus.list_files(corpus_pattern)
-  in_order = tf.data.Dataset.from_tensor_slices(files).flat_map(
-      lambda path: corpus.read_documents(path, "sentence_per_line"))
+  in_order = corpus.read_ranges(whole_files(files), "sentence_per_line")
   # Another shard layout and order: files reversed, documents shuffled.
-  reordered = tf.data.Dataset.from_tensor_slices(files[::-1]).flat_map(
-      lambda path: corpus.read_documents(path, "sentence_per_line")).shuffle(500, seed=3)
+  reordered = corpus.read_ranges(whole_files(files[::-1]), "sentence_per_line").shuffle(
+      500, seed=3)
   held_out = split_by_holdout(in_order, held_out=True)
   trained = split_by_holdout(in_order, held_out=False)
   assert held_out | trained == set(texts) and not held_out & trained

@@ -53,7 +53,8 @@ def test_console_shows_our_lines_only(run):
     assert expected in result.stdout, expected
   # stderr: what is being built, checkpoints and evaluations, one line each, and nothing else.
   assert [re.sub(r"[/:].*", "", line) for line in result.stderr.splitlines()] == [
-      "Vocabulary ", "Learning a 8000-token WordPiece vocabulary from 4 files", "Wrote 3433 "
+      "Vocabulary ", "Learning a 8000-token WordPiece vocabulary from 0.4 MB of 4 files",
+      "Wrote 3437 "
       "tokens to ", "checkpoint at step 3", "held-out at step 3", "checkpoint at step 6",
       "held-out at step 6", "Writing the serving SavedModel to "]
 

@@ -119,6 +119,11 @@ class TrainingCurves(StepCounter):
   def on_train_end(self, logs=None):
     self._write()
 
+  def add(self, record: dict) -> None:
+    """Adds a record made elsewhere (a held-out evaluation) and rewrites the file."""
+    self._records.append(record)
+    self._write()
+
   def _write(self):
     files.write_text(self.path, "".join(json.dumps(r) + "\n" for r in self._records))
 

@@ -13,7 +13,6 @@ to:
 - the console, as one line.
 """
 
-import json
 import logging
 import math
 import os
@@ -64,14 +63,14 @@ class HeldOutEvaluation(keras.callbacks.Callback):
   and at `train_steps`."""
 
   def __init__(self, make_dataset: Callable[[], tf.data.Dataset], *, steps: int, every: int,
-               train_steps: int, log_dir: str, history_path: str):
+               train_steps: int, log_dir: str, curves):
     super().__init__()
     self.make_dataset = make_dataset  # the held-out batches, the same on each call
     self.steps = steps
     self.every = every
     self.train_steps = train_steps
     self.log_dir = log_dir
-    self.history_path = history_path
+    self.curves = curves  # the `TrainingCurves` whose history.jsonl gets the records
     self._last_step = 0
     self._writer = None
 
@@ -102,5 +101,4 @@ class HeldOutEvaluation(keras.callbacks.Callback):
       for name, value in results.items():
         tf.summary.scalar("epoch_" + name.removeprefix("eval_"), value, step=epoch)
     self._writer.flush()
-    with tf.io.gfile.GFile(self.history_path, "a") as f:
-      f.write(json.dumps({"step": step, **results}) + "\n")
+    self.curves.add({"step": step, **results})

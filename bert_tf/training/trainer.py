@@ -178,7 +178,7 @@ def _dataset(config: TrainConfig, vocabulary, file_patterns, *, batch_size, seed
       data_dir=config.data_dir, holdout=split, **positions, **config.pipeline_options())
 
 
-def _held_out_evaluation(config: TrainConfig, vocabulary):
+def _held_out_evaluation(config: TrainConfig, vocabulary, curves):
   """The callback evaluating --eval_files or the --eval_fraction documents; None without."""
   if not (config.eval_files or config.eval_fraction):
     return None
@@ -188,7 +188,7 @@ def _held_out_evaluation(config: TrainConfig, vocabulary):
                        held_out=True),
       steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
       train_steps=config.train_steps, log_dir=os.path.join(config.model_dir, "logs"),
-      history_path=os.path.join(config.model_dir, "history.jsonl"))
+      curves=curves)
 
 
 def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
@@ -265,7 +265,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     files.write_text(os.path.join(config.model_dir, "flags.txt"), flags_text)
 
   throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
-  held_out = _held_out_evaluation(config, vocabulary)  # None without held-out data
+  curves = callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
+                                        every=max(1, min(20, config.train_steps // 100)))
+  held_out = _held_out_evaluation(config, vocabulary, curves)  # None without held-out data
   if start_step >= config.train_steps:
     log.info("Training already complete (step %d): measuring and exporting", start_step)
   elif not checkpointer.latest_step:
@@ -291,8 +293,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
             guard,
             throughput,
             callbacks_lib.LearningRate(),
-            callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"),
-                                         every=max(1, min(20, config.train_steps // 100))),
+            curves,
             keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
             *([held_out] if held_out else []),
             *([progress.Progress(config.train_steps, config.global_batch_size)]
