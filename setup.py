@@ -19,5 +19,5 @@ setup(
     ],
     # pytest-xdist runs the suite in two processes; torch 2.13.0 is the CPU build this machine
     # class has on disk; transformers for parity.
-    extras_require={"test": ["pytest", "pytest-xdist", "torch==2.13.0", "transformers"]},
+    extras_require={"test": ["pytest", "pytest-xdist", "torch==2.13.0", "transformers>=5"]},
 )
