@@ -11,9 +11,8 @@ the step is counted on the host from the batch index, and the logs are read only
 import shutil
 import time
 
-import keras
-
 from bert_tf import console
+from bert_tf.training.callbacks import StepCounter
 
 SHOWN = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
@@ -44,7 +43,7 @@ def progress_line(step: int, train_steps: int, examples_per_second: float | None
   return " | ".join(parts)
 
 
-class Progress(keras.callbacks.Callback):
+class Progress(StepCounter):
   """Shows the run's progress; use with `fit(verbose=0)`."""
 
   def __init__(self, train_steps: int, global_batch_size: int, *, terminal: bool | None = None,
@@ -55,24 +54,18 @@ class Progress(keras.callbacks.Callback):
     self.terminal = console.is_terminal() if terminal is None else terminal
     self.every_steps = every_steps or lines_every(train_steps)
     self.every_seconds = every_seconds
-    self.step = 0
-    self._epoch_start_step = 0
     self._clock = None  # (time, step) of the first finished step: tracing left out
     self._shown_at = 0.0
     self._shown_step = None
     self._logs = None  # the last step's logs, unread until shown
 
   def on_train_begin(self, logs=None):
-    # One read per fit: where this run (or this part of it) starts.
-    self.step = self._shown_step = int(self.model.optimizer.iterations.numpy())
+    super().on_train_begin(logs)  # one read per fit: where this run (or part of it) starts
+    self._shown_step = self.step
     self._clock = None
 
-  def on_epoch_begin(self, epoch, logs=None):
-    self._epoch_start_step = self.step
-
   def on_train_batch_end(self, batch, logs=None):
-    # With steps_per_execution=N, Keras calls this once per N steps with the last batch index.
-    self.step = self._epoch_start_step + batch + 1
+    super().on_train_batch_end(batch, logs)
     self._logs = logs
     now = time.monotonic()
     if self._clock is None:
