@@ -8,10 +8,12 @@ from absl import app, flags
 from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
+from bert_tf import settings  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
-from bert_tf.training import flags as train_flags  # noqa: E402
+from bert_tf.training.config import TrainConfig  # noqa: E402  (no TensorFlow import)
 
-train_flags.define_flags()
+settings.define_flags(TrainConfig)
+settings.name_verbosity_levels()
 FLAGS = flags.FLAGS
 QUICKSTART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs",
                           "quickstart.flags")
@@ -26,15 +28,13 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(FLAGS.verbosity)
-  config = train_flags.config_from_flags(FLAGS)
+  config = settings.from_flags(TrainConfig)
   # Heavy imports after the flags are parsed.
   import tensorflow as tf
   from bert_tf.export import examples
   from bert_tf.training import checkpointing, report, strategy, trainer
-  flags_text = "".join(flag.serialize() + "\n"
-                       for flag in FLAGS.get_flags_for_module(train_flags.__name__))
   try:
-    metrics = trainer.train(config, flags_text=flags_text)
+    metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)

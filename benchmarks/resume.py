@@ -42,7 +42,7 @@ def child(args):
   corpus = os.path.join(args.work_dir, "corpus", "*.txt")
   vocab = os.path.join(args.work_dir, "vocab.txt")
   if args.child == "new":
-    from bert_tf.training.data_position import DataPosition
+    from bert_tf.data.data_position import DataPosition
     position = DataPosition(1)
     tf.train.Checkpoint(data_position=position.last_consumed).read(
         args.checkpoint).expect_partial()
@@ -103,6 +103,7 @@ def main():
   from benchmarks.pipeline import build_corpus
   from bert_tf.data import pieces
   from bert_tf.training import trainer
+  from bert_tf.training.config import TrainConfig
   from bert_tf.vocab import build_vocabulary
   with tempfile.TemporaryDirectory() as work_dir:
     args.work_dir = work_dir
@@ -113,11 +114,11 @@ def main():
     num_pieces = len(pieces.plan_pieces(sorted(files)))
     model_dir = os.path.join(work_dir, "run")
     start = time.perf_counter()
-    trainer.train(trainer.TrainConfig(
+    trainer.train(TrainConfig(
         input_files=os.path.join(work_dir, "corpus", "*.txt"), vocab_file=vocab,
         data_dir=work_dir, model_dir=model_dir, seq_length=SEQ, max_predictions_per_seq=5,
         global_batch_size=BATCH, train_steps=args.train_steps, checkpoint_every=50,
-        warmup_steps=10, eval_steps=1, verbose=0, seed=0))
+        warmup_steps=10, eval_steps=1, verbose=False, seed=0))
     print(f"trained {args.train_steps} steps of {BATCH} x {SEQ} tokens in "
           f"{time.perf_counter() - start:.0f} s")
     real = {int(path.rsplit("-", 1)[1].split(".")[0]): path.rsplit(".", 1)[0]

@@ -7,19 +7,25 @@ token, `=word=` chosen but kept; `|` separates segment A from B.
 """
 
 import collections
+import dataclasses
 import json
 import sys
 
-from absl import app, flags
+from absl import app
 import numpy as np
 
-from bert_tf.training import flags as train_flags
+from bert_tf import settings
+from bert_tf.settings import setting
+from bert_tf.training.config import TrainConfig
 
-train_flags.define_flags()
-flags.DEFINE_integer("num_examples", 10_000, "Examples the statistics are measured over.")
-flags.DEFINE_integer("show_examples", 3, "Examples printed as text.")
-flags.DEFINE_bool("json", False, "Print only the statistics, as one JSON object.")
-FLAGS = flags.FLAGS
+
+@dataclasses.dataclass(frozen=True)
+class AuditConfig(TrainConfig):
+  """What the audit measures and shows (besides `train.py`'s settings)."""
+
+  num_examples: int = setting(10_000, "Examples the statistics are measured over.")
+  show_examples: int = setting(3, "Examples printed as text.")
+  json: bool = setting(False, "Print only the statistics, as one JSON object.")
 
 
 def example_text(tokens, features, labels, weights, row) -> str:
@@ -91,15 +97,14 @@ class Statistics:
 
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
+  from bert_tf.data.config import pipeline_options
   from bert_tf.data.pipeline import pretraining_dataset
-  from bert_tf.training.trainer import prepare
+  from bert_tf.training.preparation import prepare
 
   vocabulary, _ = prepare(config)
   dataset = pretraining_dataset(
-      config.input_files, vocabulary, seq_length=config.seq_length,
-      max_predictions_per_seq=config.max_predictions_per_seq, batch_size=batch_size,
-      seed=config.seed, data_dir=config.data_dir, with_pairs=True,
-      **config.pipeline_options())
+      config.input_files, vocabulary, batch_size=batch_size, seed=config.seed,
+      data_dir=config.data_dir, with_pairs=True, **pipeline_options(config))
   statistics = Statistics(vocabulary.mask_id)
   texts = []
   for batch in dataset.take(-(-num_examples // batch_size)).as_numpy_iterator():
@@ -114,13 +119,14 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   from bert_tf.errors import UserError
+  config = settings.from_flags(AuditConfig)
   try:
-    texts, summary = audit(train_flags.config_from_flags(FLAGS), FLAGS.num_examples,
-                           0 if FLAGS.json else FLAGS.show_examples)
+    texts, summary = audit(config, config.num_examples,
+                           0 if config.json else config.show_examples)
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
-  if FLAGS.json:
+  if config.json:
     print(json.dumps(summary))
     return
   for text in texts:
@@ -132,4 +138,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  settings.define_flags(AuditConfig)
+  settings.name_verbosity_levels()
   app.run(main)

@@ -10,11 +10,12 @@ import logging
 import os
 import sys
 
-from absl import app, flags
+from absl import app
 import tensorflow as tf
 
-from bert_tf import files
+from bert_tf import files, settings
 from bert_tf.data import corpus, pieces
+from bert_tf.data.config import PIECE_BYTES, VocabularyConfig
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
 from bert_tf.errors import UserError
@@ -48,7 +49,7 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
 
   paths = corpus.list_files(file_patterns, data_dir)
   # Pieces of at most 1/16 of the sample, so that it is spread over at least 16 places.
-  planned = pieces.plan_pieces(paths, piece_bytes=min(pieces.PIECE_BYTES, SAMPLE_BYTES // 16))
+  planned = pieces.plan_pieces(paths, piece_bytes=min(PIECE_BYTES, SAMPLE_BYTES // 16))
   sample = pieces.sample_pieces(planned, SAMPLE_BYTES)
   log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
            vocab_size, sum(r.length for p in sample for r in p) / 1e6, len(paths))
@@ -68,26 +69,19 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  FLAGS = flags.FLAGS
+  config = settings.from_flags(VocabularyConfig)
   try:
     vocabulary = build_vocabulary(
-        FLAGS.input_files, FLAGS.vocab_file, vocab_size=FLAGS.vocab_size,
-        lower_case=FLAGS.do_lower_case, input_format=FLAGS.input_format,
-        min_token_count=FLAGS.min_token_count, data_dir=FLAGS.data_dir)
+        config.input_files, config.vocab_file, vocab_size=config.vocab_size,
+        lower_case=config.do_lower_case, input_format=config.input_format,
+        min_token_count=config.min_token_count, data_dir=config.data_dir)
   except UserError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
-  print(f"{len(vocabulary)} tokens written to {FLAGS.vocab_file}")
+  print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 
 if __name__ == "__main__":
-  flags.DEFINE_string("input_files", "builtin", "Corpus: globs or comma list; `builtin` is "
-                      "Python's language reference.")
-  flags.DEFINE_enum("input_format", "sentence_per_line", list(corpus.INPUT_FORMATS),
-                    "Corpus layout.")
-  flags.DEFINE_string("vocab_file", "data/vocab.txt", "Where to write the vocabulary.")
-  flags.DEFINE_integer("vocab_size", 8000, "Largest number of tokens to learn.")
-  flags.DEFINE_integer("min_token_count", 2, "Leave out tokens seen fewer times.")
-  flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased model).")
-  flags.DEFINE_string("data_dir", "data", "Where the built-in corpus is written.")
+  settings.define_flags(VocabularyConfig)
+  settings.name_verbosity_levels()
   app.run(main)

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from bert_tf.errors import UserError
 from bert_tf.training import checkpointing
-from bert_tf.training.data_position import DataPosition
+from bert_tf.data.data_position import DataPosition
 
 
 def make_model(seed=0):

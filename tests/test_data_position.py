@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.data import stream_position
-from bert_tf.training.data_position import DataPosition, take_from
+from bert_tf.data.data_position import DataPosition, take_from
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Pieces of 60 kB cut the 420 kB built-in corpus into 7 or 8: several pieces per epoch, with
@@ -151,7 +151,7 @@ tf.config.set_logical_device_configuration(
 import keras
 from bert_tf.config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training.data_position import DataPosition
+from bert_tf.data.data_position import DataPosition
 
 CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16)
 REPLICA_BATCH, SEQ, SLOTS = 4, 16, 3

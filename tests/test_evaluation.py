@@ -17,7 +17,7 @@ from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import evaluation
 from bert_tf.training.callbacks import TrainingCurves
-from bert_tf.training.trainer import TrainConfig
+from bert_tf.training.config import TrainConfig
 
 EVAL_STEPS = 2
 

@@ -12,12 +12,13 @@ SCRIPT = r"""
 import dataclasses, glob, json, sys
 from absl import flags
 import train
-from bert_tf.training import flags as train_flags
+from bert_tf import settings
+from bert_tf.training.config import TrainConfig
 
 def parse(argv):
   flags.FLAGS.unparse_flags()
   flags.FLAGS(argv)
-  return dataclasses.asdict(train_flags.config_from_flags(flags.FLAGS))
+  return dataclasses.asdict(settings.from_flags(TrainConfig))
 
 configs = {path: parse(["train.py", f"--flagfile={path}"]) for path in sys.argv[1:]}
 configs["bare"] = parse(train.command_line(["train.py"]))

@@ -44,7 +44,7 @@ def test_architecture_is_original_bert(model):
   np.testing.assert_allclose(layer.activation(x), keras.activations.gelu(x, approximate=False))
   assert encoder.get_layer("embeddings_layer_norm").epsilon == 1e-12
   assert model.get_layer("mlm").layer_norm_epsilon == 1e-12
-  assert len([l for l in encoder.layers if l.name.startswith("transformer_layer")]) == 2
+  assert len([layer for layer in encoder.layers if layer.name.startswith("transformer_layer")]) == 2
 
 
 def test_mlm_decoder_is_tied_to_token_embeddings(model):

@@ -84,7 +84,8 @@ def program_argv(block_commands: list[list[str]], command: list[str]) -> list[st
     flagfile = flag_value([word], "flagfile")
     if flagfile and not os.path.exists(os.path.join(ROOT, flagfile)):
       writers = [c for c in block_commands
-                 if c[1:2] == ["train.py"] and flagfile == f"{flag_value(c, 'model_dir')}/flags.txt"]
+                 if c[1:2] == ["train.py"]
+                 and flagfile == f"{flag_value(c, 'model_dir')}/flags.txt"]
       assert writers, f"{flagfile} is neither in the repository nor written by the block"
       expanded += writers[0][2:]
     else:

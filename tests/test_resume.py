@@ -19,8 +19,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_STEPS = 8
 RUN = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-       "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}", "--checkpoint_every=2", "--warmup_steps=2",
-       "--eval_steps=1", "--verbose=0", "--seed=3"]
+       "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}", "--checkpoint_every=2",
+       "--warmup_steps=2", "--eval_steps=1", "--verbose=0", "--seed=3"]
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 

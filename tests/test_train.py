@@ -18,7 +18,7 @@ from bert_tf.vocab import build_vocabulary
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
                    global_batch_size=8, train_steps=6, checkpoint_every=3, warmup_steps=2,
-                   eval_steps=2, verbose=2)
+                   eval_steps=2, verbose=True)
 TINY = [f"--{name}={value}" for name, value in TINY_CONFIG.items()]  # the same, as flags
 
 
@@ -146,7 +146,8 @@ def ids(text):
 def batch(rows, segments):
   length = max(len(row) for row in rows)
   pad = lambda values: [v + [0] * (length - len(v)) for v in values]
-  return {"token_ids": np.array(pad(rows), "int32"), "segment_ids": np.array(pad(segments), "int32"),
+  return {"token_ids": np.array(pad(rows), "int32"),
+          "segment_ids": np.array(pad(segments), "int32"),
           "padding_mask": np.array(pad([[1] * len(row) for row in rows]), "int32")}
 def pairs(texts_a, texts_b):
   rows, segments = [], []

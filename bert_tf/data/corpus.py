@@ -11,9 +11,8 @@ How files are cut into ranges is `bert_tf.data.pieces`'s job.
 import tensorflow as tf
 
 from bert_tf.data import builtin_corpus, pieces
+from bert_tf.data.config import INPUT_FORMATS
 from bert_tf.errors import UserError
-
-INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
 
 # A line longer than this is cut: no sentence is this long, and the pair would be truncated to
 # at most `seq_length` tokens anyway.

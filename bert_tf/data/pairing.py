@@ -4,8 +4,9 @@
 the graph over a window of documents. Two deliberate improvements over the original:
 - a NotNext segment B always comes from another document of the window, and
 - the realised IsNext share is 50%: when IsNext is impossible (the chunk is the document's last
-  single sentence), the forced NotNext is paid back by making the next free choice IsNext. A one-sentence chunk that is not at the end of its document takes the next sentence
-  too, so that it can be IsNext.
+  single sentence), the forced NotNext is paid back by making the next free choice IsNext.
+  A one-sentence chunk that is not at the end of its document takes the next sentence too, so
+  that it can be IsNext.
 """
 
 import tensorflow as tf

@@ -12,10 +12,7 @@ import dataclasses
 
 import tensorflow as tf
 
-# About 8 MiB of text a piece: some 50,000 sentences, enough that opening a piece costs
-# nothing next to tokenizing it, and small enough that a resumed run recomputes little and a
-# 100 MB corpus still makes a dozen pieces to share between input pipelines.
-PIECE_BYTES = 8 << 20
+from bert_tf.data.config import PIECE_BYTES
 
 # How far after a nominal cut point a document boundary (a blank line) is looked for. A
 # document running across a cut point for longer than this is cut at a line start there (and a

@@ -13,57 +13,14 @@ before it. That makes the stream seekable: `start_position` (`stream_position.py
 at any example by recomputing at most one piece.
 """
 
-import dataclasses
-
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.data import corpus, masking, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
+from bert_tf.data.config import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-
-@dataclasses.dataclass(frozen=True)
-class PipelineConfig:
-  """How examples are made; field names are the `train.py` flag names."""
-
-  seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  masked_lm_prob: float = 0.15
-  short_seq_prob: float = 0.1
-  mask_token_rate: float = 0.8
-  random_token_rate: float = 0.1
-  whole_word_masking: bool = False
-  nsp: bool = True
-  do_lower_case: bool = True
-  input_format: str = "sentence_per_line"
-  documents_per_window: int = 32
-  # Documents, then examples, are shuffled in blocks of this many (within a piece).
-  document_shuffle_buffer: int = 1000
-  example_shuffle_buffer: int = 1000
-  piece_bytes: int = pieces_lib.PIECE_BYTES  # the unit of the stream (see `pieces.py`)
-
-  def check(self) -> None:
-    """Rejects settings that could only train wrongly, before any data is read."""
-    if self.seq_length < 8:
-      raise UserError(f"seq_length {self.seq_length} is too short (at least 8)")
-    if not 0 < self.masked_lm_prob < 1:
-      raise UserError(f"masked_lm_prob {self.masked_lm_prob} is not in (0, 1)")
-    needed = -(-int(round(self.masked_lm_prob * self.seq_length * 1000)) // 1000)
-    if self.max_predictions_per_seq < needed:
-      raise UserError(
-          f"max_predictions_per_seq {self.max_predictions_per_seq} is below "
-          f"ceil(masked_lm_prob * seq_length) = {needed}: fewer tokens would be masked "
-          "than masked_lm_prob asks")
-    if not 0 <= self.short_seq_prob <= 1:
-      raise UserError(f"short_seq_prob {self.short_seq_prob} is not in [0, 1]")
-    if min(self.mask_token_rate, self.random_token_rate) < 0 or (
-        self.mask_token_rate + self.random_token_rate > 1):
-      raise UserError("mask_token_rate and random_token_rate must be >= 0 and sum to <= 1")
-    if self.input_format not in corpus.INPUT_FORMATS:
-      raise UserError(
-          f"unknown input_format {self.input_format!r}: use one of {corpus.INPUT_FORMATS}")
-
 
 class ExampleBuilder:
   """Turns a window of documents into padded, masked examples (the per-window work)."""

@@ -16,8 +16,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-
-MLM_REDUCTIONS = ("mean", "sum")
+from bert_tf.model.config import MLM_LOSS_REDUCTIONS as MLM_REDUCTIONS
 
 
 def masked_lm_loss(reduction: str = "mean") -> keras.losses.Loss:

@@ -12,7 +12,8 @@ FEATURE_NAMES = encoder_lib.INPUT_NAMES + ("masked_positions",)
 
 
 def pretraining_model(config: BertConfig) -> PretrainingModel:
-  """A Keras functional model (with BERT's training step, see `train_step.py`): features (SPEC §5) -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
+  """A Keras functional model (with BERT's training step, see `train_step.py`): the features
+  of `pretraining_dataset` -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
 
   The MLM head gathers the masked positions before projecting onto the vocabulary with the
   token embedding matrix (tied), so the projection costs P, not S, rows per sequence. Both
@@ -47,11 +48,15 @@ def compile_for_pretraining(model: PretrainingModel, optimizer, *,
                             mlm_loss_weight: float = 1.0, nsp_loss_weight: float = 1.0,
                             mlm_loss_reduction: str = "mean",
                             gradient_accumulation_steps: int = 1, jit_compile="auto",
-                            steps_per_execution: int = 1) -> PretrainingModel:
+                            steps_per_execution: int = 1,
+                            data_position=None) -> PretrainingModel:
   """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (SPEC §7) and the four metrics.
 
-  Each optimizer update takes one batch, split into `gradient_accumulation_steps` parts.
+  Each optimizer update takes one batch, split into `gradient_accumulation_steps` parts. The
+  training step records its batches' stream positions in `data_position` (a `DataPosition`)
+  when given.
   """
+  model.data_position = data_position
   model.mlm_loss_reduction = mlm_loss_reduction
   model.gradient_accumulation_steps = gradient_accumulation_steps
   model.compile(

@@ -26,7 +26,7 @@ import tensorflow as tf
 from keras.src.backend.tensorflow.trainer import reduce_per_replica
 
 from bert_tf.model import loss as loss_lib
-from bert_tf.training import data_position as data_position_lib
+from bert_tf.data import data_position as data_position_lib
 
 
 def _is_multi_worker(strategy) -> bool:

@@ -13,6 +13,7 @@ to:
 - the console, as one line.
 """
 
+import collections
 import logging
 import math
 import os
@@ -48,6 +49,17 @@ def check_held_out(config) -> None:
   if config.eval_fraction:
     holdout.check_split(corpus.list_files(config.input_files, config.data_dir),
                         config.input_format, config.eval_fraction, needed)
+
+
+def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
+  """MLM accuracy of always predicting the most frequent masked token: the baseline that
+  training must beat."""
+  counts = collections.Counter()
+  for _, labels, weights in dataset.take(num_batches):
+    ids = labels["mlm"].numpy()[weights["mlm"].numpy() > 0]
+    counts.update(ids.tolist())
+  total = sum(counts.values())
+  return counts.most_common(1)[0][1] / total if total else 0.0
 
 
 def evaluate(model: keras.Model, dataset: tf.data.Dataset, steps: int,

@@ -13,8 +13,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-
-OPTIMIZERS = ("adamw", "lamb")
+from bert_tf.training.config import OPTIMIZERS
 
 # Layer-norm scales and offsets (`gamma`, `beta`) and every bias (`bias`, the MLM head's
 # `output_bias`) are not decayed (and, with LAMB, not layer-adapted). Keras matches these
@@ -103,6 +102,14 @@ class Lamb(_ClipsSummedGradients, keras.optimizers.Lamb):
 
   def get_config(self):
     return {**super().get_config(), "decay_rate": self.decay_rate}
+
+
+def optimizer_for(config) -> keras.optimizers.Optimizer:
+  """The optimizer a `TrainConfig` asks for."""
+  return create_optimizer(config.optimizer, learning_rate=config.learning_rate,
+                          warmup_steps=config.warmup_steps,
+                          train_steps=config.decay_steps or config.train_steps,
+                          weight_decay=config.weight_decay, clip_norm=config.clip_norm)
 
 
 def create_optimizer(name: str = "adamw", *, learning_rate: float = 1e-4,

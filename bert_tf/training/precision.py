@@ -10,8 +10,9 @@ import contextlib
 import keras
 
 from bert_tf.errors import UserError
+from bert_tf.training.config import PRECISIONS
 
-POLICIES = {"none": "float32", "bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+POLICIES = dict(zip(PRECISIONS, ("float32", "mixed_bfloat16", "mixed_float16")))
 
 
 @contextlib.contextmanager

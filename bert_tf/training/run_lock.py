@@ -63,8 +63,10 @@ def _since(holder: dict) -> str:
 
 
 class RunLock:
-  """This process's hold on `model_dir`; `acquire` takes it, `release` gives it back (also at
-  exit, so that a run ended by an exception leaves no lock behind)."""
+  """This process's hold on `model_dir`; `acquire` takes it, `release` gives it back. Used as
+  `with RunLock.acquire(model_dir):`, the lock is released whatever ends the block (in a
+  notebook, an exception must not leave the directory locked for the next call); at exit too.
+  """
 
   def __init__(self, model_dir: str):
     self.model_dir = model_dir
@@ -109,6 +111,12 @@ class RunLock:
     if holder and holder["token"] == self.record["token"]:
       tf.io.gfile.remove(self.path)
     atexit.unregister(self.release)
+
+  def __enter__(self) -> "RunLock":
+    return self
+
+  def __exit__(self, *exception) -> None:
+    self.release()
 
   def _in_use(self, holder: dict) -> UserError:
     return UserError(f"{self.model_dir} is in use by process {holder['pid']} on host "

@@ -6,10 +6,9 @@ import os
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.training.config import STRATEGIES
 
 log = logging.getLogger("bert_tf")
-
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
 
 def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
@@ -46,15 +45,21 @@ def worker_model_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
   return os.path.join(model_dir, "workers", f"{resolver.task_type}-{resolver.task_id}")
 
 
-def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: int,
-                           accumulation_steps: int = 1) -> int:
-  """Examples each replica takes per optimizer update (then split into accumulated parts)."""
+def check_batch_size(strategy: tf.distribute.Strategy, global_batch_size: int,
+                     accumulation_steps: int = 1) -> None:
+  """Rejects a global batch that the replicas, each splitting its share into
+  `accumulation_steps` parts, cannot share equally."""
   replicas = strategy.num_replicas_in_sync
   if global_batch_size % (replicas * accumulation_steps):
     raise UserError(
         f"global_batch_size {global_batch_size} is not divisible by the {replicas} replicas"
         + (f" times {accumulation_steps} accumulation steps" if accumulation_steps > 1 else ""))
-  return global_batch_size // replicas
+
+
+def per_replica_batch_size(strategy: tf.distribute.Strategy, global_batch_size: int) -> int:
+  """Examples each replica takes per optimizer update (then split into accumulated parts)."""
+  check_batch_size(strategy, global_batch_size)
+  return global_batch_size // strategy.num_replicas_in_sync
 
 
 def distribute(strategy: tf.distribute.Strategy, make_dataset, global_batch_size: int):

@@ -1,0 +1,105 @@
+"""The data settings: how the corpus's text reads (`TextConfig`), where the corpus is
+(`CorpusConfig`), the vocabulary learned from it (`VocabularyConfig`) and how examples are made
+from it (`PipelineConfig`).
+
+Each setting is declared here once (see `bert_tf.settings`); `train.py`, `bert_tf.vocab` and
+`bert_tf.audit` take their flags from these classes. No TensorFlow import: a flagfile is read
+before TensorFlow loads. Why the example settings are what they are: docs/design.md.
+"""
+
+import dataclasses
+
+from bert_tf.errors import UserError
+from bert_tf.settings import check_choices, setting
+
+INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
+# About 8 MiB of text a piece (`pieces.py`): some 50,000 sentences, enough that opening a piece
+# costs nothing next to tokenizing it, and small enough that a resumed run recomputes little
+# and a 100 MB corpus still makes a dozen pieces to share between input pipelines.
+PIECE_BYTES = 8 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class TextConfig:
+  """How the corpus's text reads: its layout and its case."""
+
+  input_format: str = setting(
+      "sentence_per_line", "sentence_per_line: one sentence a line, blank lines between "
+      "documents. paragraph_per_line: each line a document, split into sentences.",
+      choices=INPUT_FORMATS)
+  do_lower_case: bool = setting(True, "Lower-case and strip accents (uncased model).")
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusConfig(TextConfig):
+  """Where the corpus is."""
+
+  input_files: str = setting(
+      "builtin", "Training corpus: globs or a comma list, local paths or any tf.io.gfile URL. "
+      "`builtin` is Python's language reference (pydoc_data.topics), written under "
+      "--data_dir when first needed.")
+  data_dir: str = setting("data", "Where the built-in corpus is written.")
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyConfig(CorpusConfig):
+  """The WordPiece vocabulary, and how it is learned from the corpus when it does not exist."""
+
+  vocab_file: str = setting("data/vocab.txt", "WordPiece vocabulary, one token a line. Built "
+                            "from the corpus if it does not exist.")
+  vocab_size: int = setting(8000, "Largest vocabulary to learn when --vocab_file is built.")
+  min_token_count: int = setting(2, "Leave out tokens seen fewer times when learning the "
+                                 "vocabulary.")
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig(TextConfig):
+  """How examples are made from the corpus's documents."""
+
+  seq_length: int = setting(128, "Tokens per example, [CLS] and [SEP]s included.")
+  max_predictions_per_seq: int = setting(20, "Masked-LM prediction slots per example.")
+  masked_lm_prob: float = setting(0.15, "Share of tokens to predict.")
+  short_seq_prob: float = setting(0.1, "Chance of a shorter target length for an example.")
+  mask_token_rate: float = setting(0.8, "Share of the predicted tokens replaced by [MASK].")
+  random_token_rate: float = setting(0.1, "Share of the predicted tokens replaced by a random "
+                                     "token (the rest are kept).")
+  whole_word_masking: bool = setting(False, "Mask whole words (a word and its ## pieces) with "
+                                     "one decision.")
+  nsp: bool = setting(True, "Train next sentence prediction; --nonsp is MLM only.")
+  documents_per_window: int = setting(32, "Documents read together, among which a random "
+                                      "next sentence is drawn.")
+  document_shuffle_buffer: int = setting(1000, "Documents, then examples, are shuffled in "
+                                         "blocks of this many within a piece of the corpus.")
+  example_shuffle_buffer: int = setting(1000, "Examples shuffled together within a piece.")
+  piece_bytes: int = setting(PIECE_BYTES, "Bytes of corpus per piece, the unit the stream is "
+                             "cut into and resumed by.")
+
+  def check(self) -> None:
+    """Rejects settings that could only train wrongly, before any data is read."""
+    check_choices(self)
+    if self.seq_length < 8:
+      raise UserError(f"seq_length {self.seq_length} is too short (at least 8)")
+    if not 0 < self.masked_lm_prob < 1:
+      raise UserError(f"masked_lm_prob {self.masked_lm_prob} is not in (0, 1)")
+    needed = -(-int(round(self.masked_lm_prob * self.seq_length * 1000)) // 1000)
+    if self.max_predictions_per_seq < needed:
+      raise UserError(
+          f"max_predictions_per_seq {self.max_predictions_per_seq} is below "
+          f"ceil(masked_lm_prob * seq_length) = {needed}: fewer tokens would be masked "
+          "than masked_lm_prob asks")
+    if not 0 <= self.short_seq_prob <= 1:
+      raise UserError(f"short_seq_prob {self.short_seq_prob} is not in [0, 1]")
+    if min(self.mask_token_rate, self.random_token_rate) < 0 or (
+        self.mask_token_rate + self.random_token_rate > 1):
+      raise UserError("mask_token_rate and random_token_rate must be >= 0 and sum to <= 1")
+    if min(self.documents_per_window, self.document_shuffle_buffer,
+           self.example_shuffle_buffer, self.piece_bytes) <= 0:
+      raise UserError("documents_per_window, the shuffle buffers and piece_bytes must be "
+                      "positive")
+
+
+def pipeline_options(config: PipelineConfig) -> dict:
+  """The `PipelineConfig` settings of `config` (a `TrainConfig`, say), as keyword arguments
+  of `pretraining_dataset`."""
+  return {field.name: getattr(config, field.name)
+          for field in dataclasses.fields(PipelineConfig)}

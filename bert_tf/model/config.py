@@ -1,0 +1,33 @@
+"""The model settings: which BERT, from which weights, and how its two losses combine.
+
+Declared once here (see `bert_tf.settings`); no TensorFlow import. The loss and its
+normalisation: docs/design.md.
+"""
+
+import dataclasses
+
+from bert_tf.settings import setting
+
+MLM_LOSS_REDUCTIONS = ("mean", "sum")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+  """The encoder's shape and starting weights, and the loss weights."""
+
+  config: str = setting(
+      "bert_tiny", "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
+      "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.")
+  dropout: float | None = setting(
+      None, "Dropout rate of the encoder (hidden and attention), in place of the --config's "
+      "(0.1 in the presets). 0 learns faster in a short run.")
+  init_checkpoint: str = setting(
+      "", "Start from these weights (both heads): a bert_tf model_dir (its optimizer and step "
+      "too: phase 2 after phase 1), an original BERT checkpoint (bert_model.ckpt prefix or its "
+      "directory, with bert_config.json) or a Hugging Face BertForPreTraining directory. Must "
+      "match --config.")
+  mlm_loss_weight: float = setting(1.0, "Weight of the MLM loss.")
+  nsp_loss_weight: float = setting(1.0, "Weight of the NSP loss.")
+  mlm_loss_reduction: str = setting(
+      "mean", "mean: over real masked tokens (BERT). sum: the summed form.",
+      choices=MLM_LOSS_REDUCTIONS)

@@ -1,0 +1,125 @@
+"""Settings, each declared once: a field of a config dataclass, made with `setting`.
+
+A field carries its name, type, default, one line of help and, where the values are few, its
+choices. Everything else about a setting is made from that declaration: the command line's
+absl flag (`define_flags`), the config read back from the parsed flags (`from_flags`), the
+run's `flags.txt` (`flags_text`) and the reference tables of docs/flags.md
+(`markdown_tables`, written by `python -m bert_tf.flags_doc`). So a new flag is one new field.
+
+This module imports neither TensorFlow nor Keras: reading a flagfile must stay cheap.
+"""
+
+import dataclasses
+import types
+from typing import Any
+
+from absl import flags
+import absl.logging  # noqa: F401  (defines --verbosity)
+
+from bert_tf.console import VERBOSITY
+from bert_tf.errors import UserError
+
+
+def setting(default: Any, help: str, *, choices=()) -> Any:  # noqa: A002 (absl's word)
+  """A config field that is also a flag: `name: type = setting(default, "help")`."""
+  return dataclasses.field(default=default,
+                           metadata={"help": help, "choices": tuple(choices)})
+
+
+def declared(config_class) -> list[dataclasses.Field]:
+  """The settings of a config class, in declaration order (base classes first)."""
+  return [field for field in dataclasses.fields(config_class) if "help" in field.metadata]
+
+
+def check_choices(config) -> None:
+  """Rejects a value outside its setting's choices (a config made in code skips the flags'
+  own check)."""
+  for field in declared(type(config)):
+    choices, value = field.metadata["choices"], getattr(config, field.name)
+    if choices and value not in choices:
+      raise UserError(f"unknown {field.name} {value!r}: use one of {', '.join(choices)}")
+
+
+def value_type(field: dataclasses.Field) -> type:
+  """The field's type without `| None` (a setting whose default None means 'not given')."""
+  if isinstance(field.type, types.UnionType):
+    (kind,) = [arg for arg in field.type.__args__ if arg is not type(None)]
+    return kind
+  return field.type
+
+
+_DEFINE = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+           str: flags.DEFINE_string}
+
+
+def define_flags(config_class, flag_values=flags.FLAGS) -> None:
+  """Defines an absl flag for each setting of `config_class`."""
+  for field in declared(config_class):
+    help_text, choices = field.metadata["help"], field.metadata["choices"]
+    if choices:
+      flags.DEFINE_enum(field.name, field.default, list(choices), help_text,
+                        flag_values=flag_values)
+    else:
+      _DEFINE[value_type(field)](field.name, field.default, help_text, flag_values=flag_values)
+
+
+def from_flags(config_class, flag_values=flags.FLAGS):
+  """The config the parsed flags describe."""
+  return config_class(**{field.name: flag_values[field.name].value
+                         for field in declared(config_class)})
+
+
+def flags_text(config_class, flag_values=flags.FLAGS) -> str:
+  """Every setting as it was given or defaulted, one `--flag=value` a line: a flagfile that
+  re-creates the run."""
+  return "".join(flag_values[field.name].serialize() + "\n"
+                 for field in declared(config_class))
+
+
+def markdown_tables(config_class, leave_out=None) -> str:
+  """docs/flags.md's reference: a table per group of settings (each class that declares
+  some), headed by the group's docstring; without the groups of the class `leave_out`."""
+  sections = []
+  shown = [group for group in reversed(config_class.__mro__)
+           if not (leave_out and group in leave_out.__mro__)]
+  for group in shown:
+    own = [field for field in declared(config_class) if field.name in vars(group).get(
+        "__annotations__", {})]
+    if not own:
+      continue
+    rows = [f"### {group.__doc__.strip().splitlines()[0].rstrip('.')}", "",
+            "| flag | default | meaning |", "|---|---|---|"]
+    for field in own:
+      default = "none" if field.default in (None, "") else f"`{_shown(field.default)}`"
+      meaning = field.metadata["help"]
+      if field.metadata["choices"]:
+        meaning += " One of " + ", ".join(f"`{c}`" for c in field.metadata["choices"]) + "."
+      meaning = meaning.replace("|", "\\|")
+      rows.append(f"| `--{field.name}` | {default} | {meaning} |")
+    sections.append("\n".join(rows) + "\n")
+  return "\n".join(sections)
+
+
+class _VerbosityParser(flags.IntegerParser):
+  """absl's verbosity, by name (debug, info, warning, error) or number."""
+
+  def parse(self, argument):
+    if isinstance(argument, str) and argument.lower() in VERBOSITY:
+      return VERBOSITY[argument.lower()]
+    try:
+      return super().parse(argument)
+    except ValueError:
+      raise ValueError(f"{argument!r}: use debug, info, warning, error or absl's numbers "
+                       "(1 is debug)") from None
+
+
+def name_verbosity_levels(flag_values=flags.FLAGS) -> None:
+  """Lets absl's own --verbosity (-v) take a level's name as well as its number."""
+  flag_values["verbosity"].parser = _VerbosityParser()
+  flag_values["verbosity"].help = (
+      "info (default): our lines only. debug (or -v 1): also TensorFlow's, absl's and "
+      "Keras's own log lines and warnings. Also warning, error, or absl's numbers.")
+
+
+def _shown(value) -> str:
+  return str(value).lower() if isinstance(value, bool) else str(value)

@@ -1,0 +1,89 @@
+"""`TrainConfig`: every setting of a pre-training run, each declared once.
+
+`TrainConfig` gathers the data settings (`bert_tf.data.config`), the model's
+(`bert_tf.model.config`) and the ones declared here: how the run executes, how it optimises,
+and how it is checkpointed, evaluated and shown. Its fields are `train.py`'s flags (see
+`bert_tf.settings`). No TensorFlow import: `train.py` reads its flagfile before TensorFlow
+loads. How a run goes: docs/training.md; the design behind the settings: docs/design.md.
+"""
+
+import dataclasses
+
+from bert_tf.data.config import PipelineConfig, VocabularyConfig
+from bert_tf.model.config import ModelConfig
+from bert_tf.settings import setting
+
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("none", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "lamb")
+ON_NAN = ("stop", "rollback")
+MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionConfig:
+  """Where and how the steps run: seed, distribution, precision, compilation."""
+
+  seed: int = setting(0, "Seed of the data stream and the initial weights.")
+  strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES)
+  tpu: str = setting("", "TPU name or address for --strategy=tpu.")
+  mixed_precision: str = setting(
+      "none", "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, logits and "
+      "losses stay float32.", choices=PRECISIONS)
+  jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
+                              "under any tf.distribute strategy unless asked).")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+  """The optimizer, the batch of one update and the learning-rate schedule."""
+
+  optimizer: str = setting("adamw", "adamw (BERT's), or lamb for large batches (the paper's "
+                           "trust ratio).", choices=OPTIMIZERS)
+  global_batch_size: int = setting(16, "Examples per optimizer update, across all replicas "
+                                   "and accumulated parts.")
+  gradient_accumulation_steps: int = setting(
+      1, "Parts each replica's batch is split into, their gradients summed before one update: "
+      "the same update in less memory.")
+  train_steps: int = setting(2000, "Train until this optimizer update (counted from the first "
+                             "phase's start when going on from another run).")
+  decay_steps: int = setting(0, "The update at which the learning rate reaches 0 (0: "
+                             "--train_steps). Phase 1 of a two-phase run stops before it.")
+  learning_rate: float = setting(1e-3, "Peak learning rate.")
+  warmup_steps: int = setting(200, "Linear warm-up steps.")
+  weight_decay: float = setting(0.01, "Decoupled weight decay (not on layer norms and biases).")
+  clip_norm: float = setting(1.0, "Clip the global batch's gradient to this global norm (0: no "
+                             "clipping).")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig(OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
+                  VocabularyConfig):
+  """Everything one run needs; field names are `train.py`'s flag names.
+
+  The defaults are a small BERT on the built-in corpus in minutes on a laptop, with original
+  BERT's masking rate and dropout; configs/quickstart.flags (also what a bare `python train.py`
+  runs) raises the one and removes the other, so that a short run learns words sooner.
+  """
+
+  model_dir: str = setting("runs/quickstart", "Checkpoints, TensorBoard logs, flags.txt, "
+                           "metrics.json and export/.")
+  eval_files: str = setting("", "Held-out corpus evaluated while training and at the end (same "
+                            "forms as --input_files).")
+  eval_fraction: float = setting(
+      0.0, "Instead of --eval_files: hold out this share of the training corpus's documents, "
+      "chosen by a hash of each document's text (never trained on, whatever the shard or "
+      "epoch), and evaluate on them.")
+  eval_every: int = setting(0, "Steps between held-out evaluations, a multiple of "
+                            "--checkpoint_every (0: every checkpoint).")
+  eval_steps: int = setting(50, "Batches measured for the final metrics and each held-out "
+                            "evaluation.")
+  steps_per_execution: int = setting(1, "Train steps per call into the graph.")
+  checkpoint_every: int = setting(500, "Steps between checkpoints (a re-run resumes from the "
+                                  "last one).")
+  keep_checkpoints: int = setting(3, "Checkpoints kept.")
+  on_nan: str = setting(
+      "stop", "On a non-finite loss: stop (nothing saved), or roll back to the last checkpoint "
+      f"and go on after the offending batches (at most {MAX_ROLLBACKS} times).", choices=ON_NAN)
+  verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
+                          "terminal, a line every few steps otherwise.")

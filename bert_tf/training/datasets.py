@@ -1,0 +1,52 @@
+"""The run's three streams of pre-training batches, all made by `pretraining_dataset` from the
+run's settings: the training stream (sharded over input pipelines, resumable), the held-out
+batches (--eval_files, or the --eval_fraction documents) and the fresh batches the final
+figures are measured on."""
+
+import tensorflow as tf
+
+from bert_tf.data.config import pipeline_options
+from bert_tf.data.holdout import Holdout
+from bert_tf.data.pipeline import pretraining_dataset
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.training import strategy as strategy_lib
+from bert_tf.training.config import TrainConfig
+
+
+def batches(config: TrainConfig, vocabulary: Vocabulary, file_patterns: str, *,
+            batch_size: int, seed: int, held_out: bool = False, **options) -> tf.data.Dataset:
+  """An endless stream of `file_patterns`' batches. With --eval_fraction, of the held-out
+  documents (`held_out`) or of all the others."""
+  split = Holdout(config.eval_fraction, held_out) if config.eval_fraction else None
+  return pretraining_dataset(
+      file_patterns, vocabulary, batch_size=batch_size, seed=seed, repeat=True,
+      data_dir=config.data_dir, holdout=split, **options, **pipeline_options(config))
+
+
+def training_stream(config: TrainConfig, vocabulary: Vocabulary, strategy, data_position):
+  """The distributed training batches; each input pipeline starts right after the last
+  example it gave before (`data_position`), with each example's stream position."""
+  return strategy_lib.distribute(
+      strategy,
+      lambda batch_size, num_shards, shard_index: batches(
+          config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
+          num_shards=num_shards, shard_index=shard_index,
+          start_position=data_position.start(num_shards, shard_index), with_positions=True),
+      config.global_batch_size)
+
+
+def has_held_out(config: TrainConfig) -> bool:
+  return bool(config.eval_files or config.eval_fraction)
+
+
+def held_out_batches(config: TrainConfig, vocabulary: Vocabulary) -> tf.data.Dataset:
+  """The held-out batches (`has_held_out`), the same on each call."""
+  return batches(config, vocabulary, config.eval_files or config.input_files,
+                 batch_size=config.global_batch_size, seed=config.seed, held_out=True)
+
+
+def measured_batches(config: TrainConfig, vocabulary: Vocabulary) -> tf.data.Dataset:
+  """Fresh batches of the training corpus (new pairs and masks: another seed) for the final
+  figures, so that they are the same whether a run trained or found its training done."""
+  return batches(config, vocabulary, config.input_files, batch_size=config.global_batch_size,
+                 seed=config.seed + 1)

@@ -1,0 +1,37 @@
+"""Where a run's weights come from: the model_dir's own latest checkpoint (a re-run resumes
+exactly), else --init_checkpoint (another bert_tf run going on, as phase 2 after phase 1; an
+original BERT checkpoint; a Hugging Face directory), else the seeded random initialisation."""
+
+import logging
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
+from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.training import checkpointing
+from bert_tf.training.config import TrainConfig
+
+log = logging.getLogger("bert_tf")
+
+
+def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras.Model,
+                          bert_config: BertConfig, config: TrainConfig,
+                          strategy: tf.distribute.Strategy) -> int:
+  """Sets the weights (and, from a checkpoint, the optimizer and the data position); returns
+  the model_dir's own checkpoint step, 0 when this run starts."""
+  start_step = checkpointer.restore(strategy)
+  if start_step:
+    log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
+  elif config.init_checkpoint and checkpointing.is_training_directory(config.init_checkpoint):
+    step = checkpointer.continue_from(config.init_checkpoint)
+    log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
+             config.init_checkpoint, step, config.train_steps)
+  elif config.init_checkpoint:
+    log.info("Initialising from %s", config.init_checkpoint)
+    if is_huggingface_directory(config.init_checkpoint):
+      load_huggingface(model, bert_config, config.init_checkpoint)
+    else:
+      load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
+  return start_step

@@ -1,0 +1,88 @@
+"""Everything a run checks and builds before the model exists: the settings, the corpus, the
+held-out data, the model_dir, the vocabulary (learned from the corpus when it does not exist
+yet) and the model's shape. Cheap checks come first, so that a mistake costs seconds."""
+
+import logging
+import os
+
+import tensorflow as tf
+
+from bert_tf import files, settings
+from bert_tf.config import BertConfig, resolve_config
+from bert_tf.data import corpus
+from bert_tf.data.config import PipelineConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.interop.huggingface import is_huggingface_directory
+from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
+from bert_tf.training import checkpointing, evaluation
+from bert_tf.training.config import TrainConfig
+from bert_tf.vocab import build_vocabulary
+
+log = logging.getLogger("bert_tf")
+
+
+def check_settings(config: TrainConfig) -> None:
+  """Rejects settings that could only fail or train wrongly; reads no file."""
+  settings.check_choices(config)
+  if min(config.train_steps, config.global_batch_size, config.gradient_accumulation_steps) <= 0:
+    raise UserError("train_steps, global_batch_size and gradient_accumulation_steps must be "
+                    "positive")
+  if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0:
+    raise UserError("checkpoint_every and keep_checkpoints must be positive")
+  if config.decay_steps and config.decay_steps < config.train_steps:
+    raise UserError(f"decay_steps {config.decay_steps} is before train_steps "
+                    f"{config.train_steps}: the learning rate would be 0 at the end")
+  if config.dropout is not None and not 0 <= config.dropout < 1:
+    raise UserError(f"dropout {config.dropout} is not in [0, 1)")
+  checkpointing.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
+                                          config.train_steps)
+  PipelineConfig.check(config)
+
+
+def _check_model_dir(model_dir: str) -> None:
+  try:
+    tf.io.gfile.makedirs(model_dir)
+    probe = os.path.join(model_dir, ".write_test")
+    files.write_text(probe, "")
+    tf.io.gfile.remove(probe)
+  except (OSError, tf.errors.OpError) as e:
+    raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
+
+
+def _check_init_checkpoint(path: str) -> None:
+  if path and not (checkpointing.is_training_directory(path) or is_huggingface_directory(path)
+                   or is_tf1_checkpoint(checkpoint_prefix(path))):
+    raise UserError(f"--init_checkpoint {path} is neither a bert_tf model_dir, an original "
+                    "BERT checkpoint nor a Hugging Face directory")
+
+
+def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
+  """The --config preset or file for this vocabulary, with --dropout in place of its own."""
+  bert_config = resolve_config(config.config, len(vocabulary))
+  if config.dropout is not None:
+    bert_config = bert_config.replace(hidden_dropout_prob=config.dropout,
+                                      attention_probs_dropout_prob=config.dropout)
+  if config.seq_length > bert_config.max_position_embeddings:
+    raise UserError(f"seq_length {config.seq_length} exceeds the model's "
+                    f"{bert_config.max_position_embeddings} position embeddings")
+  return bert_config
+
+
+def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
+  """Checks every input; returns the vocabulary (built first when `vocab_file` does not
+  exist yet) and the model's shape."""
+  check_settings(config)
+  corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
+                         config.input_format, needed=2 if config.nsp else 1)
+  evaluation.check_held_out(config)
+  _check_model_dir(config.model_dir)
+  if not tf.io.gfile.exists(config.vocab_file):
+    log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
+    build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
+                     lower_case=config.do_lower_case, input_format=config.input_format,
+                     min_token_count=config.min_token_count, data_dir=config.data_dir)
+  vocabulary = Vocabulary(config.vocab_file)
+  bert_config = model_shape(config, vocabulary)
+  _check_init_checkpoint(config.init_checkpoint)
+  return vocabulary, bert_config

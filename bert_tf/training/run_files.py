@@ -1,0 +1,27 @@
+"""The files that make a model_dir stand alone: the model's shape (`bert_config.json`), its
+vocabulary, the run's settings (`train_config.json`) and its command line as a flagfile
+(`flags.txt`). Exports and fine-tuning read them; they are written once the checkpoint (if
+any) is known to fit the model."""
+
+import dataclasses
+import os
+
+from bert_tf import files
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.export import trained
+from bert_tf.training.config import TrainConfig
+
+FLAGS_FILE = "flags.txt"
+
+
+def write_run_files(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary,
+                    flags_text: str = "") -> None:
+  bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
+  files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
+                   dataclasses.asdict(config))
+  vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
+  if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
+    files.copy(vocabulary.path, vocab_copy)
+  if flags_text:
+    files.write_text(os.path.join(config.model_dir, FLAGS_FILE), flags_text)

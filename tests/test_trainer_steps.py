@@ -1,0 +1,63 @@
+"""The steps of `trainer.train` on their own: the checks before anything is built, the model's
+shape, the files that make a model_dir stand alone, and the run lock released whatever
+happens."""
+
+import dataclasses
+import json
+import logging
+import os
+
+import pytest
+
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.training import preparation, run_files, run_lock, trainer
+from bert_tf.training.config import TrainConfig
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(train_steps=0), "must be positive"),
+    (dict(checkpoint_every=0), "must be positive"),
+    (dict(decay_steps=10, train_steps=20), "decay_steps 10 is before train_steps 20"),
+    (dict(dropout=1.0), r"dropout 1.0 is not in \[0, 1\)"),
+    (dict(mixed_precision="fp8"), "unknown mixed_precision 'fp8'"),
+    (dict(on_nan="retry"), "unknown on_nan 'retry': use one of stop, rollback"),
+    (dict(seq_length=4), "seq_length 4 is too short"),
+    (dict(steps_per_execution=3, checkpoint_every=10), "steps_per_execution"),
+])
+def test_settings_that_could_only_fail_are_one_line(changes, message):
+  with pytest.raises(UserError, match=message):
+    preparation.check_settings(TrainConfig(**changes))
+
+
+def test_model_shape_takes_the_vocabulary_size_and_dropout(vocab_file):
+  vocabulary = Vocabulary(vocab_file)
+  shape = preparation.model_shape(TrainConfig(config="bert_tiny", dropout=0.0), vocabulary)
+  assert shape.vocab_size == len(vocabulary)
+  assert shape.hidden_dropout_prob == shape.attention_probs_dropout_prob == 0.0
+  with pytest.raises(UserError, match="exceeds the model's 512 position embeddings"):
+    preparation.model_shape(TrainConfig(seq_length=1024, max_predictions_per_seq=200),
+                            vocabulary)
+
+
+def test_run_files_make_the_model_dir_stand_alone(tmp_path, vocab_file):
+  vocabulary = Vocabulary(vocab_file)
+  config = TrainConfig(model_dir=str(tmp_path), vocab_file=vocab_file, seq_length=64)
+  bert_config = preparation.model_shape(config, vocabulary)
+  run_files.write_run_files(config, bert_config, vocabulary, "--seq_length=64\n")
+  assert json.loads((tmp_path / "train_config.json").read_text()) == dataclasses.asdict(config)
+  assert json.loads((tmp_path / "bert_config.json").read_text())["vocab_size"] == len(vocabulary)
+  assert (tmp_path / "vocab.txt").read_text() == open(vocab_file).read()
+  assert (tmp_path / "flags.txt").read_text() == "--seq_length=64\n"
+
+
+def test_a_failed_run_leaves_the_model_dir_free_for_the_next_call(tmp_path, caplog):
+  """In a notebook: an exception inside `train` releases the lock, so that the next call in
+  the same process takes the model_dir at once, without a warning or an error."""
+  config = TrainConfig(model_dir=str(tmp_path / "run"), input_files=str(tmp_path / "none.txt"))
+  for _ in range(2):
+    with caplog.at_level(logging.INFO, logger="bert_tf"):
+      with pytest.raises(UserError, match="no file matches"):
+        trainer.train(config)
+    assert not os.path.exists(os.path.join(config.model_dir, run_lock.LOCK_FILE))
+  assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
