@@ -57,7 +57,7 @@ def child_pipeline(args) -> dict:
 
 
 def child_vocab(args) -> dict:
-  from bert_tf.vocab import build_vocabulary
+  from bert_tf.data.vocabulary_learner import build_vocabulary
   start = time.perf_counter()
   vocabulary = build_vocabulary(args.corpus, os.path.join(args.output_dir, "vocab.txt"),
                                 vocab_size=args.vocab_size)
@@ -97,7 +97,7 @@ def main():
   with tempfile.TemporaryDirectory(dir=args.directory or None) as directory:
     args.output_dir = directory
     if not args.vocab_file:
-      from bert_tf.vocab import build_vocabulary
+      from bert_tf.data.vocabulary_learner import build_vocabulary
       args.vocab_file = os.path.join(directory, "builtin-vocab.txt")
       build_vocabulary("builtin", args.vocab_file, data_dir=directory)
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; "

@@ -133,7 +133,7 @@ def main():
   with tempfile.TemporaryDirectory() as directory:
     vocab_file = args.vocab_file
     if not vocab_file:
-      from bert_tf.vocab import build_vocabulary
+      from bert_tf.data.vocabulary_learner import build_vocabulary
       vocab_file = os.path.join(directory, "vocab.txt")
       build_vocabulary("builtin", vocab_file, data_dir=directory)
     print(f"{args.cores} core(s), batches of 64, {args.batches} timed batches")

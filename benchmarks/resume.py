@@ -104,7 +104,7 @@ def main():
   from bert_tf.data import pieces
   from bert_tf.training import trainer
   from bert_tf.training.config import TrainConfig
-  from bert_tf.vocab import build_vocabulary
+  from bert_tf.data.vocabulary_learner import build_vocabulary
   with tempfile.TemporaryDirectory() as work_dir:
     args.work_dir = work_dir
     os.makedirs(os.path.join(work_dir, "corpus"))

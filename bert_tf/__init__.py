@@ -9,7 +9,7 @@ import importlib
 _MODULES = {
     "BertConfig": "bert_tf.config",
     "Vocabulary": "bert_tf.data.tokenization",
-    "build_vocabulary": "bert_tf.vocab",
+    "build_vocabulary": "bert_tf.data.vocabulary_learner",
     "compile_for_pretraining": "bert_tf.model.pretraining",
     "create_optimizer": "bert_tf.training.optimization",
     "export_savedmodel": "bert_tf.export.savedmodel",

@@ -1,69 +1,14 @@
-"""Builds a WordPiece vocabulary from a corpus: `python -m bert_tf.vocab`.
+"""Builds a WordPiece vocabulary from a corpus: `python -m bert_tf.vocab` (the learning itself:
+`bert_tf.data.vocabulary_learner`)."""
 
-tensorflow-text's BERT vocabulary learner does the learning (keras-hub's
-`compute_word_piece_vocabulary` wraps the same learner but fixes its minimum token count at 10,
-too high for a small corpus); this module feeds it the corpus's sentences as the pipeline reads
-them and writes the file atomically, with the five special tokens first.
-"""
-
-import logging
-import os
 import sys
 
 from absl import app
-import tensorflow as tf
 
-from bert_tf import files, settings
-from bert_tf.data import corpus, pieces
-from bert_tf.data.config import PIECE_BYTES, VocabularyConfig
-from bert_tf.data.normalization import BertNormalizer
-from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
+from bert_tf import settings
+from bert_tf.data.config import VocabularyConfig
+from bert_tf.data.vocabulary_learner import build_vocabulary
 from bert_tf.errors import UserError
-
-log = logging.getLogger("bert_tf")  # train.py's console shows it; absl's handler otherwise
-
-
-# The learner reads at most this much of the corpus, in pieces spread evenly over it. 64 MiB
-# is about 10 million words: in English text the 30,000th most frequent word occurs about once
-# in 300,000 words (Zipf), so every word a 30,000-token vocabulary keeps whole is seen dozens
-# of times, and rarer words only feed the counts of their pieces, which converge sooner. Peak
-# memory (the learner's word counts) and time stay those of the sample whatever the corpus.
-SAMPLE_BYTES = 64 << 20
-
-
-def _sentences(sample: list[list[pieces.FileRange]], input_format: str) -> tf.data.Dataset:
-  """Batches of the sample's sentences: what the learner is fed, read as the pipeline reads."""
-  ranges = [r for piece in sample for r in piece]
-  return corpus.read_ranges(ranges, input_format).unbatch().batch(1024)
-
-
-def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
-                     lower_case: bool = True, input_format: str = "sentence_per_line",
-                     min_token_count: int = 2, data_dir: str = "data") -> Vocabulary:
-  """Learns a vocabulary of at most `vocab_size` tokens from the corpus; writes `vocab_file`.
-
-  Tokens seen fewer than `min_token_count` times are left out. Learns from a sample of at
-  most SAMPLE_BYTES of the corpus (all of it when smaller), streamed.
-  """
-  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
-
-  paths = corpus.list_files(file_patterns, data_dir)
-  # Pieces of at most 1/16 of the sample, so that it is spread over at least 16 places.
-  planned = pieces.plan_pieces(paths, piece_bytes=min(PIECE_BYTES, SAMPLE_BYTES // 16))
-  sample = pieces.sample_pieces(planned, SAMPLE_BYTES)
-  log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
-           vocab_size, sum(r.length for p in sample for r in p) / 1e6, len(paths))
-  # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
-  tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
-      _sentences(sample, input_format).map(BertNormalizer(lower_case).normalize), vocab_size,
-      list(SPECIAL_TOKENS), bert_tokenizer_params={"lower_case": False},
-      learn_params={"lower_thresh": min_token_count})
-  directory = os.path.dirname(vocab_file)
-  if directory:
-    tf.io.gfile.makedirs(directory)
-  files.write_text(vocab_file, "".join(token + "\n" for token in tokens))
-  log.info("Wrote %d tokens to %s", len(tokens), vocab_file)
-  return Vocabulary(vocab_file)
 
 
 def main(argv):

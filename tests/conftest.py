@@ -25,7 +25,7 @@ def corpus_pattern(data_dir):
 @pytest.fixture(scope="session")
 def vocab_file(data_dir, corpus_pattern):
   """A real WordPiece vocabulary (about 3,400 tokens) learned from the built-in corpus."""
-  from bert_tf.vocab import build_vocabulary
+  from bert_tf.data.vocabulary_learner import build_vocabulary
   path = os.path.join(data_dir, "vocab.txt")
   build_vocabulary(corpus_pattern, path, vocab_size=8000)
   return path

@@ -29,6 +29,7 @@ tf.config.set_logical_device_configuration(
 import keras
 from bert_tf.config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.model import keras_internals
 from bert_tf.training import optimization
 
 CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
@@ -52,7 +53,7 @@ data = tf.data.Dataset.from_tensors((features, labels, sample_weights)).repeat()
 keras.utils.set_random_seed(0)
 initial = pretraining_model(CONFIG).get_weights()
 
-class ClippedSGD(optimization._ClipsSummedGradients, keras.optimizers.SGD):
+class ClippedSGD(keras_internals.ClipsSummedGradients, keras.optimizers.SGD):
   pass
 
 CLIP_NORM = 0.05

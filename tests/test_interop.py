@@ -246,7 +246,7 @@ def test_tokenizer_matches_transformers_bert_tokenizer(lower_case, vocab_file, c
   if lower_case:
     path = vocab_file
   else:
-    from bert_tf.vocab import build_vocabulary
+    from bert_tf.data.vocabulary_learner import build_vocabulary
     path = str(tmp_path / "cased.txt")
     build_vocabulary(corpus_pattern, path, vocab_size=4000, lower_case=False)
   vocabulary = Vocabulary(path)

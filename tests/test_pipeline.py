@@ -10,7 +10,7 @@ import bert_tf
 from bert_tf.data.pipeline import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.vocab import build_vocabulary
+from bert_tf.data.vocabulary_learner import build_vocabulary
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Smaller shuffle buffers than the defaults keep the first batch cheap on a small corpus.

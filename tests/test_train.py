@@ -13,7 +13,7 @@ import pytest
 
 from bert_tf.errors import UserError
 from bert_tf.training.trainer import TrainConfig, train
-from bert_tf.vocab import build_vocabulary
+from bert_tf.data.vocabulary_learner import build_vocabulary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,

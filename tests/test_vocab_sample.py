@@ -1,6 +1,6 @@
 """`bert_tf.vocab` learns from a bounded sample spread over the whole corpus."""
 
-from bert_tf import vocab
+from bert_tf.data import vocabulary_learner
 from bert_tf.data import corpus
 
 
@@ -11,7 +11,7 @@ def test_vocabulary_learned_from_a_bounded_sample_spread_over_the_corpus(tmp_pat
     path = tmp_path / f"part-{i}.txt"
     path.write_text("".join(f"The word{'abcdefgh'[i]} is here {j}.\n\n" for j in range(180)))
     files.append(str(path))
-  monkeypatch.setattr(vocab, "SAMPLE_BYTES", 8 << 10)
+  monkeypatch.setattr(vocabulary_learner, "SAMPLE_BYTES", 8 << 10)
   read = []
   read_ranges = corpus.read_ranges
 
@@ -20,8 +20,8 @@ def test_vocabulary_learned_from_a_bounded_sample_spread_over_the_corpus(tmp_pat
     return read_ranges(ranges, input_format)
 
   monkeypatch.setattr(corpus, "read_ranges", spy)
-  vocabulary = vocab.build_vocabulary(str(tmp_path / "*.txt"), str(tmp_path / "vocab.txt"),
-                                      vocab_size=200)
+  vocabulary = vocabulary_learner.build_vocabulary(
+      str(tmp_path / "*.txt"), str(tmp_path / "vocab.txt"), vocab_size=200)
   assert sum(r.length for r in read) <= (8 << 10) * 17 // 16
   assert sum(r.length for r in read) >= (8 << 10) * 3 // 4
   # Spread: every file is sampled, so every file's word is learned.

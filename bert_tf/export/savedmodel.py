@@ -18,8 +18,6 @@ from bert_tf import files
 from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import MASK, Vocabulary
 
-SIGNATURES = ("fill_mask", "is_next", "encode")
-
 
 class ServingModule(tf.Module):
   """Tokenizer + pre-training model, with the three serving functions."""

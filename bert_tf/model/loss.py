@@ -15,14 +15,11 @@ gradients are exactly those of the global batch.
 import keras
 import tensorflow as tf
 
-from bert_tf.errors import UserError
-from bert_tf.model.config import MLM_LOSS_REDUCTIONS as MLM_REDUCTIONS
 
 
-def masked_lm_loss(reduction: str = "mean") -> keras.losses.Loss:
-  """The MLM loss to compile with; `reduction` is applied by `normalised_sample_weights`."""
-  if reduction not in MLM_REDUCTIONS:
-    raise UserError(f"unknown MLM loss reduction {reduction!r}: use 'mean' or 'sum'")
+def masked_lm_loss() -> keras.losses.Loss:
+  """The MLM loss to compile with: summed; `normalised_sample_weights` makes it a mean (or
+  keeps the sum) over the global batch."""
   return keras.losses.SparseCategoricalCrossentropy(
       from_logits=True, reduction="sum", name="mlm_loss")
 

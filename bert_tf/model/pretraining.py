@@ -4,6 +4,8 @@ import keras
 import keras_hub
 
 from bert_tf.config import BertConfig
+from bert_tf.errors import UserError
+from bert_tf.model.config import MLM_LOSS_REDUCTIONS
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.loss import masked_lm_loss, next_sentence_loss
 from bert_tf.model.train_step import PretrainingModel
@@ -56,12 +58,15 @@ def compile_for_pretraining(model: PretrainingModel, optimizer, *,
   training step records its batches' stream positions in `data_position` (a `DataPosition`)
   when given.
   """
+  if mlm_loss_reduction not in MLM_LOSS_REDUCTIONS:
+    raise UserError(f"unknown MLM loss reduction {mlm_loss_reduction!r}: use one of "
+                    f"{', '.join(MLM_LOSS_REDUCTIONS)}")
   model.data_position = data_position
   model.mlm_loss_reduction = mlm_loss_reduction
   model.gradient_accumulation_steps = gradient_accumulation_steps
   model.compile(
       optimizer=optimizer,
-      loss={"mlm": masked_lm_loss(mlm_loss_reduction),
+      loss={"mlm": masked_lm_loss(),
             "nsp": next_sentence_loss()},
       loss_weights={"mlm": mlm_loss_weight, "nsp": nsp_loss_weight},
       weighted_metrics={
@@ -70,4 +75,19 @@ def compile_for_pretraining(model: PretrainingModel, optimizer, *,
       },
       jit_compile=jit_compile,
       steps_per_execution=steps_per_execution)
+  _build_losses_metrics_and_optimizer(model)
   return model
+
+
+def _build_losses_metrics_and_optimizer(model: PretrainingModel) -> None:
+  """Builds what `fit` would otherwise build from a first batch (see `keras_internals.py`):
+  the compiled losses and metrics, from one tiny batch of zeros, and the optimizer's slots
+  (so that a checkpoint can be restored into them before the first step)."""
+  x = {name: keras.ops.zeros([1, 2], "int32") for name in FEATURE_NAMES}
+  y = {"mlm": keras.ops.zeros([1, 2], "int32"), "nsp": keras.ops.zeros([1], "int32")}
+  weights = {"mlm": keras.ops.ones([1, 2]), "nsp": keras.ops.ones([1])}
+  y_pred = model(x, training=False)
+  model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=weights, training=False)
+  model.compute_metrics(x, y, y_pred, sample_weight=weights)
+  model.reset_metrics()
+  model.optimizer.build(model.trainable_variables)

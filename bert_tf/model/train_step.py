@@ -6,27 +6,26 @@ Keras's own `train_step` is replaced, for what Keras does not do:
   `gradient_accumulation_steps` parts whose gradients are summed in a `tf.while_loop`, then
   applied once. Keras's optimizer option fails under `MirroredStrategy` (keras#20582); here
   nothing crosses replicas until the one `apply_gradients`, so it works under every strategy,
-  and `optimizer.iterations` (hence the learning-rate schedule) counts updates.
+  and `optimizer.iterations` (hence the learning-rate schedule) counts updates;
+- each batch's stream positions (a feature the model does not take) are recorded in the run's
+  `DataPosition`, given to `compile_for_pretraining`, so that a resumed run starts after them.
 
-And three Keras 3.15 failures, mended:
+Two failures of Keras 3.15 under tf.distribute are mended:
 - `steps_per_execution` > 1 under `MirroredStrategy` ("You must feed a value for placeholder
-  tensor", KERAS3_NOTES §5): Keras runs each step inside a `tf.cond` on an optional batch, whose
-  cross-replica sums break. Our training stream never ends, so `make_train_function` runs the
-  N steps in a plain loop over the iterator instead.
-
-Under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §6):
-- `_maybe_symbolic_build` averages the first distributed batch across workers, which cannot
-  be done on per-replica values: the first local replica's batch is used instead.
-- `fit` reduces each scalar log with `strategy.reduce("MEAN", log, axis=0)`, invalid for a
-  scalar: under multi-worker the step returns each log as a vector of one.
+  tensor"): Keras runs each step inside a `tf.cond` on an optional batch, whose cross-replica
+  sums break. Our training stream never ends, so `make_train_function` runs the N steps in a
+  plain loop over the iterator instead.
+- Under `MultiWorkerMirroredStrategy`, `fit` reduces each scalar log with
+  `strategy.reduce("MEAN", log, axis=0)`, invalid for a scalar: the step returns each log as a
+  vector of one. (Keras's build from a first batch fails there too: `keras_internals.py`.)
+The design of the step and its losses: docs/design.md#the-loss.
 """
 
 import keras
 import tensorflow as tf
-from keras.src.backend.tensorflow.trainer import reduce_per_replica
-
-from bert_tf.model import loss as loss_lib
 from bert_tf.data import data_position as data_position_lib
+from bert_tf.model import loss as loss_lib
+from bert_tf.model.keras_internals import BuiltBeforeFit
 
 
 def _is_multi_worker(strategy) -> bool:
@@ -34,7 +33,7 @@ def _is_multi_worker(strategy) -> bool:
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class PretrainingModel(keras.Model):
+class PretrainingModel(BuiltBeforeFit):
   """Takes `(features, labels, sample_weights)` batches as `pretraining_dataset` makes them;
   compile it with `compile_for_pretraining`, whose summed losses this step normalises."""
 
@@ -49,8 +48,8 @@ class PretrainingModel(keras.Model):
                              training=training)
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     # As Keras's own step: the total as a replica sees it, averaged over replicas.
-    self._loss_tracker.update_state(loss * replicas,
-                                    sample_weight=tf.shape(x["token_ids"])[0])
+    self._total_loss_metric().update_state(loss * replicas,
+                                           sample_weight=tf.shape(x["token_ids"])[0])
     self.compute_metrics(x, y, y_pred, sample_weight=sample_weight)  # real masks weigh
     return self.optimizer.scale_loss(loss) if training else loss
 
@@ -105,8 +104,7 @@ class PretrainingModel(keras.Model):
 
     @tf.function(jit_compile=self.jit_compile, reduce_retracing=True)
     def one_step(data):
-      return reduce_per_replica(strategy.run(self.train_step, args=(data,)), strategy,
-                                reduction="auto")
+      return self._reduced(strategy.run(self.train_step, args=(data,)))
 
     @tf.function(reduce_retracing=True)
     def several_steps(iterator):
@@ -124,24 +122,19 @@ class PretrainingModel(keras.Model):
     self._losses_and_metrics(x, y, sample_weight, loss_weights, training=False)
     return self._logs()
 
+  def _total_loss_metric(self) -> keras.metrics.Metric:
+    """The metric `fit` reports as `loss` (Keras's own step feeds it; ours must too)."""
+    return next(metric for metric in self.metrics if metric.name == "loss")
+
+  def _reduced(self, logs: dict) -> dict:
+    """Each log's mean over the replicas, as Keras's own multi-replica step reports it."""
+    strategy = self.distribute_strategy
+    return {name: tf.reshape(strategy.reduce("MEAN", value, axis=None), [])
+            if isinstance(value, tf.distribute.DistributedValues) else value
+            for name, value in logs.items()}
+
   def _logs(self):
     logs = self.get_metrics_result()
     if _is_multi_worker(self.distribute_strategy):
       return {name: tf.reshape(value, [1]) for name, value in logs.items()}
     return logs
-
-  def _symbolic_build(self, iterator=None, data_batch=None):
-    if data_batch is not None:  # the model's inputs are the features without the positions
-      x, y, sample_weight = data_batch
-      data_batch = data_position_lib.take_from(x, None), y, sample_weight
-    super()._symbolic_build(iterator=iterator, data_batch=data_batch)
-
-  def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-    if iterator is None or not _is_multi_worker(self.distribute_strategy):
-      return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
-    for _, _, batches in iterator:
-      data_batch = tf.nest.map_structure(
-          lambda v: self.distribute_strategy.experimental_local_results(v)[0], next(batches))
-      break
-    with self.distribute_strategy.scope():
-      self._symbolic_build(data_batch=data_batch)

@@ -87,7 +87,7 @@ class TrainingCurves(StepCounter):
   """The running losses and accuracies every `every` steps, as a JSON-lines file.
 
   Records are kept in memory and the whole file is rewritten atomically at the end of each
-  epoch (a checkpoint interval in `train.py`) and of training: never appended to, since on an
+  epoch (a checkpoint interval in `fitting.fit`) and of training: never appended to, since on an
   object store an append rewrites the object. A resumed run keeps the records up to its
   starting step and drops the later ones (written after the checkpoint it resumes from), so
   the curves of an interrupted run are whole.

@@ -82,10 +82,12 @@ class TrainingStopped(Exception):
   """Training ended early: preempted (SIGTERM) or a non-finite loss."""
 
 
-def _seed_states(model: keras.Model) -> list:
-  """The state variables of the model's random-number generators (dropout)."""
-  return [generator.state for layer in model._flatten_layers()
-          for generator in getattr(layer, "_seed_generators", [])]
+def _random_states(model: keras.Model) -> list:
+  """The state variables of the model's random-number generators (dropout): the variables of
+  the model that are neither its weights nor its metrics'."""
+  others = {id(v) for v in model.weights} | {
+      id(v) for metric in model.metrics for v in metric.variables}
+  return [v for v in model.variables if id(v) not in others]
 
 
 class Checkpointer:
@@ -96,7 +98,7 @@ class Checkpointer:
     self.optimizer = optimizer
     self.model = model
     self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                          seed_states=_seed_states(model),
+                                          seed_states=_random_states(model),
                                           data_position=data_position)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
 

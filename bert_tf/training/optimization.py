@@ -3,7 +3,8 @@
 Written here, because Keras's own differ where it matters:
 - Keras clips each replica's gradients before they are summed across replicas, so under two
   replicas `global_clipnorm` clips two half-gradients: another update than on one device.
-  Ours clip the summed (global-batch) gradient, the same update for any number of replicas.
+  Ours clip the summed (global-batch) gradient, the same update for any number of replicas
+  (`keras_internals.ClipsSummedGradients`).
 - Keras's `Lamb` decays weights outside the trust ratio; the LAMB paper (You et al. 2019,
   Algorithm 2) puts the decay inside it: `w -= lr * (|w| / |u|) * u` with
   `u = m_hat / (sqrt(v_hat) + eps) + decay * w`.
@@ -13,6 +14,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.model.keras_internals import ClipsSummedGradients, adam_slots, is_decayed
 from bert_tf.training.config import OPTIMIZERS
 
 # Layer-norm scales and offsets (`gamma`, `beta`) and every bias (`bias`, the MLM head's
@@ -44,36 +46,13 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "train_steps": self.train_steps}
 
 
-class _ClipsSummedGradients:
-  """Global-norm clipping of the gradients once summed over replicas (see the module doc)."""
-
-  def __init__(self, *args, clip_norm: float = 1.0, **kwargs):
-    super().__init__(*args, **kwargs)
-    self.clip_norm = clip_norm
-
-  def _clip_gradients(self, grads):
-    return grads  # Per replica: too early. Done in _all_reduce_sum_gradients.
-
-  def _all_reduce_sum_gradients(self, grads_and_vars):
-    grads_and_vars = super()._all_reduce_sum_gradients(grads_and_vars)
-    if not self.clip_norm:
-      return grads_and_vars
-    grads, variables = zip(*grads_and_vars)
-    present = [g for g in grads if g is not None]
-    clipped = iter(tf.clip_by_global_norm(present, self.clip_norm)[0])
-    return [(None if g is None else next(clipped), v) for g, v in zip(grads, variables)]
-
-  def get_config(self):
-    return {**super().get_config(), "clip_norm": self.clip_norm}
-
-
 @keras.saving.register_keras_serializable(package="bert_tf")
-class AdamW(_ClipsSummedGradients, keras.optimizers.AdamW):
+class AdamW(ClipsSummedGradients, keras.optimizers.AdamW):
   """Keras's AdamW (decoupled weight decay, as BERT's `AdamWeightDecayOptimizer`)."""
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class Lamb(_ClipsSummedGradients, keras.optimizers.Lamb):
+class Lamb(ClipsSummedGradients, keras.optimizers.Lamb):
   """LAMB as in the paper: decay inside the trust ratio; layer norms and biases take a plain
   Adam step, neither decayed nor layer-adapted (as NVIDIA's BERT LAMB)."""
 
@@ -85,14 +64,13 @@ class Lamb(_ClipsSummedGradients, keras.optimizers.Lamb):
     learning_rate = tf.cast(learning_rate, variable.dtype)
     gradient = tf.cast(gradient, variable.dtype)
     step = tf.cast(self.iterations + 1, variable.dtype)
-    index = self._get_variable_index(variable)
-    m, v = self._momentums[index], self._velocities[index]
+    m, v = adam_slots(self, variable)
     self.assign_add(m, (gradient - m) * (1 - self.beta_1))
     self.assign_add(v, (tf.square(gradient) - v) * (1 - self.beta_2))
     m_hat = m / (1 - tf.pow(tf.cast(self.beta_1, variable.dtype), step))
     v_hat = v / (1 - tf.pow(tf.cast(self.beta_2, variable.dtype), step))
     update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
-    if self._use_weight_decay(variable):
+    if is_decayed(self, variable):
       update += self.decay_rate * variable
       weight_norm, update_norm = tf.norm(variable), tf.norm(update)
       trust_ratio = tf.where((weight_norm > 0) & (update_norm > 0),

@@ -17,7 +17,7 @@ from bert_tf.interop.huggingface import is_huggingface_directory
 from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
 from bert_tf.training import checkpointing, evaluation
 from bert_tf.training.config import TrainConfig
-from bert_tf.vocab import build_vocabulary
+from bert_tf.data.vocabulary_learner import build_vocabulary
 
 log = logging.getLogger("bert_tf")
 

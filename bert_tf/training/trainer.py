@@ -41,7 +41,6 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
       model = compile_for_pretraining(
           pretraining_model(bert_config), optimization.optimizer_for(config),
           data_position=data_position, **_compile_options(config))
-      model.optimizer.build(model.trainable_variables)  # its slots, for the checkpoint
       checkpointer = checkpointing.Checkpointer(
           os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, model.optimizer,
           keep=config.keep_checkpoints, data_position=data_position.last_consumed)
