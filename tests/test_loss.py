@@ -1,4 +1,4 @@
-"""The compiled losses equal the seed document's formulas computed independently."""
+"""The compiled losses equal their formulas, computed independently (docs/design.md#loss)."""
 
 import keras
 import numpy as np
@@ -12,8 +12,9 @@ from helpers import small_batch, tiny_bert
 CONFIG = tiny_bert()
 
 
-def seed_formula_mlm(mlm_logits, features, labels, weights, reduction):
-  """The seed's L_MLM with dense labels: -100 on every unmasked position (ignore_index)."""
+def dense_formula_mlm(mlm_logits, features, labels, weights, reduction):
+  """L_MLM with dense labels: -100 on every unmasked position (ignore_index), as the formula is
+  usually written for PyTorch's cross-entropy."""
   (batch, seq_length), slots = features["token_ids"].shape, weights["mlm"].shape[1]
   dense_labels = np.full((batch, seq_length), -100)
   dense_logits = np.zeros((batch, seq_length, CONFIG.vocab_size))
@@ -30,7 +31,7 @@ def seed_formula_mlm(mlm_logits, features, labels, weights, reduction):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
-def test_losses_match_the_seed_formulas(reduction):
+def test_losses_match_the_formulas(reduction):
   model = pretraining_model(CONFIG)
   compile_for_pretraining(model, create_optimizer(warmup_steps=0, train_steps=10),
                           mlm_loss_reduction=reduction)
@@ -39,7 +40,7 @@ def test_losses_match_the_seed_formulas(reduction):
   results = model.evaluate(
       tf.data.Dataset.from_tensors((features, labels, weights)), return_dict=True, verbose=0)
 
-  expected_mlm = seed_formula_mlm(logits["mlm"].numpy(), features, labels, weights, reduction)
+  expected_mlm = dense_formula_mlm(logits["mlm"].numpy(), features, labels, weights, reduction)
   nsp_logits = logits["nsp"].numpy().astype(np.float64)
   nsp_log_probs = nsp_logits - np.log(np.exp(nsp_logits).sum(-1, keepdims=True))
   expected_nsp = -nsp_log_probs[np.arange(len(labels["nsp"])), labels["nsp"]].mean()
@@ -49,14 +50,14 @@ def test_losses_match_the_seed_formulas(reduction):
   np.testing.assert_allclose(results["loss"], expected_mlm + expected_nsp, rtol=1e-5)
 
 
-def test_keras_default_reduction_differs_from_the_seed_formula():
+def test_keras_default_reduction_differs_from_the_formula():
   """Guards the point of the reduction: Keras's default divides by padding slots too."""
   model = pretraining_model(CONFIG)
   features, labels, weights = small_batch()
   logits = model(features, training=False)["mlm"]
   default = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
       labels["mlm"], logits, sample_weight=weights["mlm"])
-  expected = seed_formula_mlm(logits.numpy(), features, labels, weights, "mean")
+  expected = dense_formula_mlm(logits.numpy(), features, labels, weights, "mean")
   assert abs(float(default) - expected) > 0.1 * expected
 
 

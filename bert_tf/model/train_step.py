@@ -10,11 +10,11 @@ Keras's own `train_step` is replaced, for what Keras does not do:
 
 And three Keras 3.15 failures, mended:
 - `steps_per_execution` > 1 under `MirroredStrategy` ("You must feed a value for placeholder
-  tensor", KERAS3_NOTES §5): Keras runs each step inside a `tf.cond` on an optional batch, whose
+  tensor", docs/design.md): Keras runs each step inside a `tf.cond` on an optional batch, whose
   cross-replica sums break. Our training stream never ends, so `make_train_function` runs the
   N steps in a plain loop over the iterator instead.
 
-Under `MultiWorkerMirroredStrategy` (KERAS3_NOTES §6):
+Under `MultiWorkerMirroredStrategy` (docs/design.md#the-training-step):
 - `_maybe_symbolic_build` averages the first distributed batch across workers, which cannot
   be done on per-replica values: the first local replica's batch is used instead.
 - `fit` reduces each scalar log with `strategy.reduce("MEAN", log, axis=0)`, invalid for a
