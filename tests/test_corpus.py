@@ -1,4 +1,4 @@
-"""Corpus files to documents (SPEC §1): messy text, file lists, the document-count check."""
+"""Corpus files to documents (docs/design.md#corpus): messy text, file lists, the document count."""
 
 import os
 

@@ -1,4 +1,4 @@
-"""Masked-LM targets as original BERT's create_masked_lm_predictions (SPEC §4)."""
+"""Masked-LM targets as original BERT's create_masked_lm_predictions (docs/design.md#masking)."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from bert_tf.data import masking
 from bert_tf.data.tokenization import Vocabulary
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
-SPECIAL = (CLS, SEP, PAD)
+NEVER_PREDICTED = (CLS, SEP, PAD)
 VOCAB_SIZE = 300
 WORDS = np.arange(10, 50)  # Ids of whole words in the test sequences.
 PIECES = np.arange(50, 100)  # Ids of `##` pieces.
@@ -40,7 +40,7 @@ def _mask(token_ids, lengths, seed=(0, 0), *, max_predictions=8, masked_lm_prob=
           replacement_ids=REPLACEMENTS, **kwargs):
   masked = masking.mask_tokens(
       tf.constant(token_ids), tf.constant(lengths), tf.constant(seed, tf.int64),
-      special_ids=tf.constant(SPECIAL, tf.int32), mask_id=MASK,
+      special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
       replacement_ids=tf.constant(replacement_ids, tf.int32), continuation=_continuation(),
       max_predictions=max_predictions, masked_lm_prob=masked_lm_prob, **kwargs)
   return {k: getattr(masked, k).numpy() for k in (
@@ -127,7 +127,7 @@ def test_positions_sorted_padded_and_labelled():
     assert (masked["masked_ids"][row, :count] == token_ids[row, positions[:count]]).all()
     # Never [CLS], [SEP] or padding.
     assert (positions[:count] < lengths[row]).all()
-    assert not np.isin(token_ids[row, positions[:count]], SPECIAL).any()
+    assert not np.isin(token_ids[row, positions[:count]], NEVER_PREDICTED).any()
     # Exactly the chosen positions change; the others keep their ids.
     unchosen = np.ones(48, bool)
     unchosen[positions[:count]] = False
@@ -224,7 +224,7 @@ def _words(token_ids, length):
   spans = []
   for position in range(length):
     token = token_ids[position]
-    if token in SPECIAL:
+    if token in NEVER_PREDICTED:
       continue
     if token in PIECES and spans and spans[-1][1] == position:
       spans[-1][1] = position + 1
@@ -334,7 +334,7 @@ def test_in_a_tf_function():
   def mask(token_ids, lengths):
     return masking.mask_tokens(
         token_ids, lengths, tf.constant([1, 2], tf.int64),
-        special_ids=tf.constant(SPECIAL, tf.int32), mask_id=MASK,
+        special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
         replacement_ids=tf.constant(REPLACEMENTS, tf.int32), continuation=_continuation(),
         max_predictions=8, masked_lm_prob=0.15)
 

@@ -10,30 +10,20 @@ to 1e-4 of the largest change (AdamW, as in test_global_batch.py; dropout off).
 import json
 import os
 import pickle
-import socket
-import subprocess
-import sys
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training.optimization import create_optimizer
+from helpers import TRAIN_AS_WORKER, finish, start_workers, weights
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORKER = r"""
-import json, logging, os, sys
-logging.basicConfig(level=logging.INFO)
+WORKER = TRAIN_AS_WORKER + r"""
+import json, os
 import numpy as np
-from bert_tf.training.trainer import TrainConfig, train
-data_dir, vocab_file, model_dir = sys.argv[1:4]
-train(TrainConfig(
-    data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir, strategy="multi_worker",
-    config="bert_tiny", dropout=0.0, seq_length=64, max_predictions_per_seq=10,
-    global_batch_size=8, train_steps=4, checkpoint_every=2, warmup_steps=1, eval_steps=2,
-    verbose=0))
+train_as_worker(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8,
+                train_steps=4, checkpoint_every=2, eval_steps=2)
 # The examples of this worker's shard, as the trainer's input pipeline makes them.
 from bert_tf.data.pipeline import pretraining_dataset
 task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
@@ -46,24 +36,6 @@ import pickle
 with open(os.path.join(model_dir, f"batches-{task}.pickle"), "wb") as f:
   pickle.dump(list(shard.take(4).as_numpy_iterator()), f)  # the 4 steps' batches
 """
-
-
-def free_ports(count):
-  sockets = [socket.socket() for _ in range(count)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
-def weights(path):
-  with h5py.File(path, "r") as f:
-    arrays = []
-    f.visititems(lambda name, item: arrays.append((name, item[()]))
-                 if isinstance(item, h5py.Dataset) else None)
-  return dict(arrays)
 
 
 def single_process_update(chief_dir, model_dir):
@@ -91,23 +63,12 @@ def single_process_update(chief_dir, model_dir):
 
 def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
   model_dir = str(tmp_path / "run")
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
-  workers = [
-      subprocess.Popen(
-          [sys.executable, "-c", WORKER, data_dir, vocab_file, model_dir], cwd=ROOT,
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
-                   TF_CONFIG=json.dumps({"cluster": cluster,
-                                         "task": {"type": "worker", "index": index}})))
-      for index in range(2)]
-  outputs = [worker.communicate(timeout=600) for worker in workers]
-  for worker, (_, stderr) in zip(workers, outputs):
-    assert worker.returncode == 0, stderr[-3000:]
-  for index, (_, stderr) in enumerate(outputs):
+  outputs = finish(start_workers(WORKER, [data_dir, vocab_file, model_dir]))
+  for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
 
   chief_dir, other_dir = model_dir, os.path.join(model_dir, "workers", "worker-1")
-  chief, other = (weights(os.path.join(d, "model.weights.h5")) for d in (chief_dir, other_dir))
+  chief, other = (weights(d) for d in (chief_dir, other_dir))
   assert chief.keys() == other.keys() and len(chief) > 10
   for name in chief:
     np.testing.assert_array_equal(chief[name], other[name], err_msg=name)

@@ -1,4 +1,4 @@
-"""Original BERT's normalisation in the graph, checked on every code point (SPEC §2)."""
+"""Original BERT's normalisation in the graph, on every code point (docs/design.md#tokenization)."""
 
 import functools
 import os

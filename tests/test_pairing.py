@@ -1,4 +1,4 @@
-"""NSP pairs as original BERT's create_instances_from_document (SPEC §3)."""
+"""NSP pairs as original BERT's create_instances_from_document (docs/design.md#pairing)."""
 
 import itertools
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from test_train import run
+from helpers import run
 
 SHORT = ["--train_steps=4", "--decay_steps=8", "--warmup_steps=2", "--checkpoint_every=2",
          "--global_batch_size=8", "--eval_steps=2", "--verbose"]

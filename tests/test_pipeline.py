@@ -1,4 +1,4 @@
-"""`bert_tf.pretraining_dataset`: corpus files to the batches `model.fit` takes (SPEC §1-5)."""
+"""`bert_tf.pretraining_dataset`: corpus files to the batches `model.fit` takes (docs/design.md)."""
 
 import collections
 
@@ -61,7 +61,7 @@ def one_epoch(corpus_pattern, vocab_file, data_dir):
                             with_pairs=True))
 
 
-# Shapes and types (SPEC §5)
+# Shapes and types (docs/design.md#features-and-labels)
 
 @pytest.fixture(scope="module")
 def seed7(corpus_pattern, vocab_file, data_dir):

@@ -11,7 +11,9 @@ from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import precision
 from bert_tf.training.optimization import create_optimizer
-from test_loss import CONFIG, batch
+from helpers import small_batch, tiny_bert
+
+CONFIG = tiny_bert()
 
 
 @pytest.mark.parametrize("name, compute", [("bf16", "bfloat16"), ("fp16", "float16")])
@@ -24,12 +26,12 @@ def test_mixed_precision_trains_with_float32_logits_and_losses(name, compute):
   encoder_layer = model.get_layer("bert_encoder").get_layer("transformer_layer_0")
   assert encoder_layer.compute_dtype == compute
   assert all(v.dtype == "float32" for v in model.trainable_variables)
-  features, _, _ = batch()
+  features, _, _ = small_batch()
   outputs = model(features)
   assert outputs["mlm"].dtype == "float32" and outputs["nsp"].dtype == "float32"
   if name == "fp16":
     assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-  history = model.fit(tf.data.Dataset.from_tensors(batch()).repeat(), epochs=1,
+  history = model.fit(tf.data.Dataset.from_tensors(small_batch()).repeat(), epochs=1,
                       steps_per_epoch=3, verbose=0).history
   assert np.isfinite(history["loss"][0])
   assert int(model.optimizer.iterations.numpy()) >= 1
@@ -57,7 +59,7 @@ def test_mixed_precision_losses_match_float32_on_the_same_weights(name, toleranc
   loss left scaled, or computed on other weights, would differ by."""
   keras.utils.set_random_seed(0)  # the float32 run's initial weights
   config = CONFIG.replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-  data = tf.data.Dataset.from_tensors(batch())
+  data = tf.data.Dataset.from_tensors(small_batch())
   losses = {}
   for policy_name in ("none", name):
     with precision.policy(policy_name):

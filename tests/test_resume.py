@@ -8,72 +8,36 @@ so on this CPU they agree to float32 rounding (tolerance 1e-5).
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
-import h5py
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN_STEPS = 8
-RUN = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-       "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}", "--checkpoint_every=2",
-       "--warmup_steps=2", "--eval_steps=1", "--verbose=0", "--seed=3"]
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-
-
-def command(model_dir, data_dir, vocab_file, *extra):
-  return [sys.executable, "train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-          f"--model_dir={model_dir}", *RUN, *extra]
-
-
-def weights(model_dir):
-  values = {}
-  with h5py.File(os.path.join(model_dir, "model.weights.h5")) as f:
-    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
-                 if isinstance(item, h5py.Dataset) else None)
-  return values
-
-
-def wait_for_checkpoint(model_dir, step, process, timeout=300):
-  """Waits until the checkpoint index names `ckpt-{step}` as the latest: its files are then
-  complete (they are written before the index), so a kill from here on loses nothing of it."""
-  index = os.path.join(model_dir, "checkpoints", "checkpoint")
-  start = time.time()
-  while not (os.path.exists(index)
-             and f'model_checkpoint_path: "ckpt-{step}"' in open(index).read()):
-    assert process.poll() is None, process.stderr.read()[-3000:]
-    assert time.time() - start < timeout, f"ckpt-{step} never became the latest"
-    time.sleep(0.05)
+from helpers import RESUMABLE_STEPS, resumable_run, run, start, wait_for_checkpoint, weights
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, data_dir, vocab_file):
   model_dir = str(tmp_path_factory.mktemp("uninterrupted"))
-  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+  result = run(resumable_run(model_dir, data_dir, vocab_file))
   assert result.returncode == 0, result.stderr[-3000:]
   return weights(model_dir)
 
 
 def start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step):
-  process = subprocess.Popen(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  wait_for_checkpoint(model_dir, step, process)
+  process = start(resumable_run(model_dir, data_dir, vocab_file))
+  wait_for_checkpoint([model_dir], step, [process])
   return process
 
 
 def rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at):
   """Re-runs the same command: it must resume from a step at or after `interrupted_at` and
   before the last one (so that the re-run trains), and end with the uninterrupted weights."""
-  result = subprocess.run(command(model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+  result = run(resumable_run(model_dir, data_dir, vocab_file))
   assert result.returncode == 0, result.stderr[-3000:]
   resumed_at = re.search(r"Resumed from the checkpoint at step (\d+)", result.stderr)
   assert resumed_at, result.stderr[-3000:]
-  assert interrupted_at <= int(resumed_at.group(1)) < TRAIN_STEPS
+  assert interrupted_at <= int(resumed_at.group(1)) < RESUMABLE_STEPS
   resumed = weights(model_dir)
   assert sorted(uninterrupted) == sorted(resumed)
   for name in uninterrupted:
@@ -93,9 +57,9 @@ def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir,
   model_dir = str(tmp_path / "run")
   process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
   process.send_signal(signal.SIGTERM)
-  start = time.time()
+  signalled = time.time()
   _, stderr = process.communicate(timeout=60)
-  assert time.time() - start < 30
+  assert time.time() - signalled < 30
   assert process.returncode == 1
   assert "stopped by SIGTERM at step" in stderr and "Traceback" not in stderr
   rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=2)
@@ -106,10 +70,9 @@ def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir
   # every time: each rollback restores the last good checkpoint and skips the batches in
   # between, the loss overflows again, and after 3 rollbacks training stops.
   model_dir = str(tmp_path / "run")
-  result = subprocess.run(command(model_dir, data_dir, vocab_file, "--learning_rate=1e12",
-                                  "--warmup_steps=0", "--train_steps=40",
-                                  "--checkpoint_every=1", "--on_nan=rollback"),
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+  result = run(resumable_run(model_dir, data_dir, vocab_file, "--learning_rate=1e12",
+                             "--warmup_steps=0", "--train_steps=40", "--checkpoint_every=1",
+                             "--on_nan=rollback"))
   assert result.returncode == 1, result.stderr[-3000:]
   assert result.stderr.count("rolled back to step") == 3
   assert "the loss is not finite at step" in result.stderr

@@ -5,11 +5,10 @@ counted in optimizer updates. Dropout on; tolerance 1e-5 as in test_resume.py.""
 import os
 import re
 import signal
-import subprocess
 
 import numpy as np
 
-from test_resume import ENV, ROOT, command, wait_for_checkpoint, weights
+from helpers import resumable_run, run, start, wait_for_checkpoint, weights
 
 FOUR = ["--steps_per_execution=4", "--checkpoint_every=4"]
 LONGER = ["--train_steps=12", "--dropout=0.1"]  # 8 steps after the kill: still running
@@ -17,21 +16,18 @@ LONGER = ["--train_steps=12", "--dropout=0.1"]  # 8 steps after the kill: still 
 
 def test_sigkill_then_rerun_with_four_steps_per_execution(tmp_path, data_dir, vocab_file):
   reference_dir = str(tmp_path / "uninterrupted")
-  result = subprocess.run(command(reference_dir, data_dir, vocab_file, *LONGER),
-                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+  result = run(resumable_run(reference_dir, data_dir, vocab_file, *LONGER))
   assert result.returncode == 0, result.stderr[-3000:]
 
   model_dir = str(tmp_path / "run")
-  run = command(model_dir, data_dir, vocab_file, *LONGER, *FOUR)
-  process = subprocess.Popen(run, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-  wait_for_checkpoint(model_dir, 4, process)
+  args = resumable_run(model_dir, data_dir, vocab_file, *LONGER, *FOUR)
+  process = start(args)
+  wait_for_checkpoint([model_dir], 4, [process])
   process.send_signal(signal.SIGKILL)
   process.wait()
   assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
 
-  result = subprocess.run(run, cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=600)
+  result = run(args)
   assert result.returncode == 0, result.stderr[-3000:]
   assert re.search(r"Resumed from the checkpoint at step [48] of 12", result.stderr)
   assert "Taking over" in result.stderr  # the killed run's lock

@@ -7,24 +7,9 @@ over 8 different batches, each strategy against its own run of one update per ca
 1e-5 of the largest change of a weight (the same float32 operations, in the same order).
 """
 
-import json
-import os
-import subprocess
-import sys
+from helpers import TWO_CPUS_TINY_BERT, run_script
 
-SCRIPT = r"""
-import json
-import numpy as np
-import tensorflow as tf
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(
-    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
-import keras
-from bert_tf.config import BertConfig
-from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-
-CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
-                                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+SCRIPT = TWO_CPUS_TINY_BERT + r"""
 BATCH, SEQ, SLOTS, STEPS = 8, 16, 6, 8
 rng = np.random.default_rng(3)
 weights = (rng.random((STEPS, BATCH, SLOTS)) < 0.6).astype("float32")
@@ -77,11 +62,8 @@ print(json.dumps(results))
 """
 
 
-def test_four_steps_per_execution_equal_four_executions(tmp_path):
-  result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          timeout=900, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-  assert result.returncode == 0, result.stderr[-3000:]
-  results = json.loads(result.stdout.strip().splitlines()[-1])
+def test_four_steps_per_execution_equal_four_executions():
+  results = run_script(SCRIPT)
   for name in ("one_device", "mirrored"):
     found = results[name]
     assert found["scale"] > 1e-3, (name, found)  # the updates are not trivially zero

@@ -1,4 +1,4 @@
-"""The vocabulary file and the in-graph WordPiece tokenizer (SPEC §2)."""
+"""The vocabulary file and the in-graph WordPiece tokenizer (docs/design.md#tokenization)."""
 
 import unicodedata
 
@@ -85,13 +85,13 @@ def test_replacement_ids_exclude_bracketed_tokens(vocabulary):
 
 
 def test_replacement_ids_keep_brackets_that_are_not_reserved(tmp_path):
-  tokens = list(tokenization.SPECIAL_TOKENS) + ["[", "]", "[]", "##]", "[a", "[unused99]"]
+  tokens = list(tokenization.REQUIRED_TOKENS) + ["[", "]", "[]", "##]", "[a", "[unused99]"]
   ids = Vocabulary(_vocab_file(tmp_path, tokens)).replacement_ids()
   assert [tokens[i] for i in ids] == ["[", "]", "[]", "##]", "[a"]
 
 
 def test_replacement_ids_none_left(tmp_path):
-  tokens = list(tokenization.SPECIAL_TOKENS) + ["[unused0]"]
+  tokens = list(tokenization.REQUIRED_TOKENS) + ["[unused0]"]
   with pytest.raises(UserError, match="no ordinary tokens"):
     Vocabulary(_vocab_file(tmp_path, tokens)).replacement_ids()
 
@@ -104,7 +104,7 @@ def test_continuation_flags(vocabulary):
 
 def test_real_vocabulary(vocab_file):
   vocabulary = Vocabulary(vocab_file)
-  assert vocabulary.tokens[:5] == list(tokenization.SPECIAL_TOKENS)
+  assert vocabulary.tokens[:5] == list(tokenization.REQUIRED_TOKENS)
   assert 1000 < len(vocabulary) <= 8000
   assert len(set(vocabulary.tokens)) == len(vocabulary)
   replacement = vocabulary.replacement_ids()
@@ -202,7 +202,7 @@ def _original_split_classes(characters) -> list[int]:
 def test_splitting_matches_original_on_every_code_point(tmp_path):
   # Cased, so that the normaliser only deletes: every code point it keeps between two letters.
   from bert_tf.data import normalization
-  vocabulary = Vocabulary(_vocab_file(tmp_path, list(tokenization.SPECIAL_TOKENS) + ["a", "##a"]))
+  vocabulary = Vocabulary(_vocab_file(tmp_path, list(tokenization.REQUIRED_TOKENS) + ["a", "##a"]))
   characters = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF
                 and not normalization.is_deleted(chr(c)) and chr(c) != "a"]
   words = vocabulary.tokenizer(lower_case=False).tokenize(
@@ -241,7 +241,7 @@ def test_matches_transformers_slow_tokenizer_on_a_unicode_sample(lower_case, tmp
   # difference hides behind [UNK].
   basic = BasicTokenizer(do_lower_case=lower_case)
   characters = sorted({ch for text in texts for word in basic.tokenize(text) for ch in word})
-  tokens = list(tokenization.SPECIAL_TOKENS) + characters + ["##" + ch for ch in characters]
+  tokens = list(tokenization.REQUIRED_TOKENS) + characters + ["##" + ch for ch in characters]
   path = _vocab_file(tmp_path, tokens)
   theirs = BertTokenizerLegacy(path, do_lower_case=lower_case)
   ours = Vocabulary(path).tokenizer(lower_case).tokenize(tf.constant(texts)).to_list()
@@ -254,7 +254,7 @@ def test_matches_transformers_slow_tokenizer_on_a_unicode_sample(lower_case, tmp
 
 def test_cased_keeps_decomposed_and_private_use_characters_as_original_bert(tmp_path):
   # Original BERT neither composes NFC nor deletes private use (Co) characters.
-  tokens = list(tokenization.SPECIAL_TOKENS) + ["e", "##\u0301", "a", "##\ue000", "##b",
+  tokens = list(tokenization.REQUIRED_TOKENS) + ["e", "##\u0301", "a", "##\ue000", "##b",
                                                  "\u2126", "\u03a9"]
   vocabulary = Vocabulary(_vocab_file(tmp_path, tokens))
   assert _tokenize(vocabulary, ["e\u0301 a\ue000b \u2126"], lower_case=False) == [
@@ -264,7 +264,7 @@ def test_cased_keeps_decomposed_and_private_use_characters_as_original_bert(tmp_
 def test_word_length_limit_counts_bytes_after_normalisation(tmp_path):
   # A word is [UNK] above 200 bytes of UTF-8 after normalisation; original BERT counts 200
   # characters, transformers 100.
-  tokens = list(tokenization.SPECIAL_TOKENS) + ["e", "##e", "é", "##é"]  # ids 5-8
+  tokens = list(tokenization.REQUIRED_TOKENS) + ["e", "##e", "é", "##é"]  # ids 5-8
   vocabulary = Vocabulary(_vocab_file(tmp_path, tokens))
   limit = tokenization.MAX_BYTES_PER_WORD
   # Uncased, É (2 bytes) becomes e (1 byte): 200 of them are still a word, as in original BERT.

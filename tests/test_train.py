@@ -14,18 +14,12 @@ import pytest
 from bert_tf.errors import UserError
 from bert_tf.training.trainer import TrainConfig, train
 from bert_tf.data.vocabulary_learner import build_vocabulary
+from helpers import run
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
                    global_batch_size=8, train_steps=6, checkpoint_every=3, warmup_steps=2,
                    eval_steps=2, verbose=True)
 TINY = [f"--{name}={value}" for name, value in TINY_CONFIG.items()]  # the same, as flags
-
-
-def run(args, **kwargs):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                        text=True, timeout=600, **kwargs)
 
 
 @pytest.fixture(scope="module")

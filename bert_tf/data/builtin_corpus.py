@@ -1,7 +1,7 @@
 """The built-in corpus: Python's language reference, which every Python installation carries.
 
 `pydoc_data.topics` holds the reference's 79 help topics as plain text. Each topic becomes one
-document of the corpus format (SPEC §1): one sentence per line, a blank line between documents.
+document of the corpus format (docs/design.md#corpus): one sentence a line, documents apart.
 Prose is re-flowed and split into sentences; grammar rules and code examples are kept as one
 line each, since they are text the model should see but have no sentences.
 """

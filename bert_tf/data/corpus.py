@@ -1,4 +1,4 @@
-"""Corpus files to documents (SPEC §1): listing, decoding messy text, finding documents.
+"""Corpus files to documents (docs/design.md#corpus): listing, decoding messy text, documents.
 
 A document is a 1-D string tensor of its sentences. Files are streamed: `read_range` reads a
 byte range of a file in chunks of `CHUNK_BYTES` and emits each document as soon as it is

@@ -1,4 +1,4 @@
-"""Masked-LM targets, as original BERT's `create_masked_lm_predictions` (SPEC §4), vectorised.
+"""Masked-LM targets as original BERT's `create_masked_lm_predictions` (docs/design.md#masking).
 
 Every sequence of a batch gets `min(max_predictions, max(1, round(length * masked_lm_prob)))`
 predictions (length counts [CLS] and [SEP]), chosen uniformly among the positions that are not

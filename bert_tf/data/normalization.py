@@ -1,4 +1,4 @@
-"""Original BERT's text normalisation, in the graph (SPEC §2).
+"""Original BERT's text normalisation, in the graph (docs/design.md#tokenization).
 
 google-research/bert `tokenization.py` (`BasicTokenizer`) deletes NUL, U+FFFD, control (`Cc`
 other than tab, newline, carriage return) and format (`Cf`) characters; when lower-casing, it

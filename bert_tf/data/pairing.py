@@ -1,4 +1,4 @@
-"""Sentence pairs for next sentence prediction, as original BERT builds them (SPEC §3).
+"""Sentence pairs for next sentence prediction as original BERT makes them (docs/design.md#pairing).
 
 `create_pairs` runs the original's per-document loop (`create_instances_from_document`) inside
 the graph over a window of documents. Two deliberate improvements over the original:

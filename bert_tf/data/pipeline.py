@@ -1,4 +1,4 @@
-"""`pretraining_dataset`: corpus files to batches that `model.fit` takes (SPEC §1-5).
+"""`pretraining_dataset`: corpus files to batches that `model.fit` takes (docs/design.md#pieces).
 
 Stages, all tf ops:
   files -> pieces of about 8 MiB (this pipeline's share, in an order drawn from the epoch)
@@ -133,7 +133,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   Args:
     file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
     vocab_file: WordPiece vocabulary, one token a line.
-    seq_length, max_predictions_per_seq: padded lengths S and P (SPEC §5).
+    seq_length, max_predictions_per_seq: padded lengths (docs/design.md#features-and-labels).
     batch_size: examples per batch (per input pipeline).
     seed: makes the whole stream reproducible.
     repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.

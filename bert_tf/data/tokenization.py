@@ -1,4 +1,4 @@
-"""The WordPiece vocabulary file and the in-graph tokenizer built from it (SPEC §2)."""
+"""The WordPiece vocabulary file and its in-graph tokenizer (docs/design.md#tokenization)."""
 
 import re
 
@@ -9,7 +9,7 @@ from bert_tf.data.normalization import BertNormalizer
 from bert_tf.errors import UserError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+REQUIRED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 # Original BERT turns words longer than 200 characters into [UNK]; tensorflow-text counts the
 # limit in bytes of UTF-8 (after normalisation), so a word of non-ASCII letters reaches it sooner.
@@ -28,13 +28,13 @@ class Vocabulary:
       self.tokens = [line.decode("utf-8", errors="replace").rstrip("\r\n")
                      for line in f.read().splitlines()]
     self.path = path
-    missing = [t for t in SPECIAL_TOKENS if t not in self.tokens]
+    missing = [t for t in REQUIRED_TOKENS if t not in self.tokens]
     if missing:
       raise UserError(f"vocabulary {path} lacks the special tokens {' '.join(missing)}")
     if self.tokens.index(PAD) != 0:
       raise UserError(f"vocabulary {path} must have {PAD} as its first token (id 0)")
     self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-        self.tokens.index(t) for t in SPECIAL_TOKENS)
+        self.tokens.index(t) for t in REQUIRED_TOKENS)
 
   def __len__(self) -> int:
     return len(self.tokens)

@@ -16,7 +16,7 @@ from bert_tf import files
 from bert_tf.data import corpus, pieces
 from bert_tf.data.config import PIECE_BYTES
 from bert_tf.data.normalization import BertNormalizer
-from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
+from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 
 log = logging.getLogger("bert_tf")
 
@@ -54,7 +54,7 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
       _sentences(sample, input_format).map(BertNormalizer(lower_case).normalize), vocab_size,
-      list(SPECIAL_TOKENS), bert_tokenizer_params={"lower_case": False},
+      list(REQUIRED_TOKENS), bert_tokenizer_params={"lower_case": False},
       learn_params={"lower_thresh": min_token_count})
   directory = os.path.dirname(vocab_file)
   if directory:

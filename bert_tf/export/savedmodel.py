@@ -1,4 +1,4 @@
-"""The serving SavedModel: raw strings in, tokenized inside the graph (SPEC §9).
+"""The serving SavedModel: raw strings in, tokenized in-graph (docs/design.md#exports-and-interop).
 
 Signatures:
   fill_mask(text)           -> tokens [batch, masks, top_k] string, probabilities (float32)

@@ -1,4 +1,4 @@
-"""The BERT encoder (SPEC §6), assembled from keras-hub layers.
+"""The BERT encoder (docs/design.md#model), assembled from keras-hub layers.
 
 keras-hub's `BertBackbone` hard-codes the tanh approximation of GELU; original BERT's
 checkpoints as released and Hugging Face's `hidden_act="gelu"` use the erf form, so the

@@ -1,7 +1,7 @@
-"""The pre-training losses (SPEC §7) and their normalisation over the global batch.
+"""The pre-training losses (docs/design.md#loss) and their normalisation over the global batch.
 
 L_MLM is the cross-entropy over real masked tokens divided by their number (`sum(w * ce) /
-sum(w)`), or, with `mlm_loss_reduction="sum"`, the seed document's summed form; L_NSP is the
+sum(w)`), or, with `mlm_loss_reduction="sum"`, the summed cross-entropy; L_NSP is the
 mean over examples. Both are normalised over the *global* batch of one optimizer update (all
 replicas, all accumulated parts), not per replica: Keras's `mean_with_sample_weight` would
 average per-replica means, which weighs a replica's tokens by how few masked tokens it drew.

@@ -1,4 +1,4 @@
-"""The pre-training model: encoder + MLM head + NSP head (SPEC §6), and how it is compiled."""
+"""The pre-training model: encoder + MLM head + NSP head (docs/design.md#model), compiled."""
 
 import keras
 import keras_hub
@@ -52,7 +52,7 @@ def compile_for_pretraining(model: PretrainingModel, optimizer, *,
                             gradient_accumulation_steps: int = 1, jit_compile="auto",
                             steps_per_execution: int = 1,
                             data_position=None) -> PretrainingModel:
-  """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (SPEC §7) and the four metrics.
+  """Compiles with L_total = w_mlm * L_MLM + w_nsp * L_NSP (docs/design.md#loss) and 4 metrics.
 
   Each optimizer update takes one batch, split into `gradient_accumulation_steps` parts. The
   training step records its batches' stream positions in `data_position` (a `DataPosition`)

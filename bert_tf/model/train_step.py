@@ -18,7 +18,7 @@ Two failures of Keras 3.15 under tf.distribute are mended:
 - Under `MultiWorkerMirroredStrategy`, `fit` reduces each scalar log with
   `strategy.reduce("MEAN", log, axis=0)`, invalid for a scalar: the step returns each log as a
   vector of one. (Keras's build from a first batch fails there too: `keras_internals.py`.)
-The design of the step and its losses: docs/design.md#the-loss.
+The design of the step and its losses: docs/design.md#the-training-step.
 """
 
 import keras

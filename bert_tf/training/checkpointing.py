@@ -1,4 +1,4 @@
-"""Checkpoints every N steps, exact resume, SIGTERM and non-finite losses (SPEC §9).
+"""Checkpoints every N steps, exact resume, SIGTERM, non-finite losses (docs/design.md#checkpoints).
 
 Keras's `BackupAndRestore` restores at epoch granularity and never the data position, so
 this is written here on `tf.train.CheckpointManager`:

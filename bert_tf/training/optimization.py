@@ -1,4 +1,4 @@
-"""Optimisers and learning-rate schedule with original BERT's defaults (SPEC §8).
+"""Optimisers and learning-rate schedule with original BERT's defaults (docs/design.md#optimizer).
 
 Written here, because Keras's own differ where it matters:
 - Keras clips each replica's gradients before they are summed across replicas, so under two

@@ -1,0 +1,186 @@
+"""What several test files need: running the project in a fresh process, a script's preamble
+for two logical CPUs and a tiny model, small synthetic batches, reading saved weights, and
+waiting for a checkpoint to become the latest before killing a run.
+
+Nothing here imports TensorFlow at import time: a subprocess script imports this module before
+it splits the CPU into logical devices, which must happen before TensorFlow starts.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+# A fresh process: TensorFlow's C++ logging quiet, this module importable from its scripts.
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+           PYTHONPATH=os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")])))
+
+# The start of a script that needs two replicas on this machine's CPU and a tiny BERT over a
+# vocabulary of 60 ids, dropout off (so that runs compare to float32 rounding).
+TWO_CPUS_TINY_BERT = r"""
+import json
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+import keras
+from bert_tf.config import BertConfig
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+
+CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
+                                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+"""
+# A tiny train.py run to interrupt and resume: 8 steps, a checkpoint every 2, seed fixed.
+RESUMABLE_STEPS = 8
+RESUMABLE = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
+             "--global_batch_size=8", f"--train_steps={RESUMABLE_STEPS}", "--checkpoint_every=2",
+             "--warmup_steps=2", "--eval_steps=1", "--verbose=0", "--seed=3"]
+
+
+def resumable_run(model_dir, data_dir, vocab_file, *extra):
+  """The arguments of `RESUMABLE` in `model_dir` (for `run` or `start`), `extra` after."""
+  return ["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+          f"--model_dir={model_dir}", *RESUMABLE, *extra]
+
+# The start of a script for `start_workers`: `train_as_worker(**settings)` trains bert_tiny as
+# this process's worker of the cluster, on the data_dir, vocab_file and model_dir given as the
+# script's arguments, logging at INFO (where the tests read what the run did).
+TRAIN_AS_WORKER = r"""
+import logging, sys
+logging.basicConfig(level=logging.INFO)
+from bert_tf.training.trainer import TrainConfig, train
+data_dir, vocab_file, model_dir = sys.argv[1:4]
+
+def train_as_worker(**settings):
+  train(TrainConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
+                    strategy="multi_worker", config="bert_tiny", warmup_steps=1, verbose=0,
+                    **settings))
+"""
+
+
+def run(args, timeout=600, **kwargs):
+  """`python *args` in the repository's root, in a fresh process; the completed process."""
+  return subprocess.run([sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True,
+                        text=True, timeout=timeout, **kwargs)
+
+
+def start(args):
+  """`python *args` started as `run` does, stdout and stderr piped; the running process."""
+  return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+
+def run_script(script, timeout=900):
+  """Runs `script` with `python -c`; what it printed as JSON on its last line."""
+  result = run(["-c", script], timeout=timeout)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def masked_slots(rng, counts, seq_length, slots):
+  """Masked-LM slots with `counts[row]` real ones in each row (distinct positions after [CLS],
+  in order) and the rest padding (position 0, weight 0): (positions, weights)."""
+  positions = np.zeros((len(counts), slots), "int32")
+  weights = np.zeros((len(counts), slots), "float32")
+  for row, count in enumerate(counts):
+    positions[row, :count] = np.sort(rng.choice(np.arange(1, seq_length), count, replace=False))
+    weights[row, :count] = 1.0
+  return positions, weights
+
+
+def tiny_bert():
+  """bert_tiny over a vocabulary of 53 ids and 32 positions (dropout as the preset's)."""
+  from bert_tf.config import BertConfig
+  return BertConfig.from_preset("bert_tiny", vocab_size=53, max_position_embeddings=32)
+
+
+def small_batch(vocab_size=53, seq_length=16, slots=5):
+  """4 examples with 5, 3, 1 and 4 real masked slots: (features, labels, sample weights)."""
+  rng = np.random.default_rng(1)
+  batch = 4
+  features = {
+      "token_ids": rng.integers(5, vocab_size, (batch, seq_length)).astype("int32"),
+      "segment_ids": np.zeros((batch, seq_length), "int32"),
+      "padding_mask": np.ones((batch, seq_length), "int32"),
+  }
+  features["masked_positions"], weights = masked_slots(rng, [5, 3, 1, 4], seq_length, slots)
+  labels = {"mlm": np.where(weights > 0, rng.integers(5, vocab_size, (batch, slots)),
+                            0).astype("int32"),
+            "nsp": np.array([1, 0, 1, 1], "int32")}
+  return features, labels, {"mlm": weights, "nsp": np.ones(batch, "float32")}
+
+
+def weights(path):
+  """The arrays of a Keras weights file (`model.weights.h5`, or the one in the directory
+  `path`), by their name in it."""
+  if not path.endswith(".h5"):
+    path = os.path.join(path, "model.weights.h5")
+  values = {}
+  with h5py.File(path, "r") as f:
+    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
+                 if isinstance(item, h5py.Dataset) else None)
+  return values
+
+
+def free_ports(count):
+  """`count` TCP ports free on 127.0.0.1 just now."""
+  sockets = [socket.socket() for _ in range(count)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def start_workers(script, args, count=2, stdout=subprocess.PIPE):
+  """`count` processes running `script` with `args`, one worker each of a cluster on
+  127.0.0.1 (TF_CONFIG), on CPU; stderr is piped."""
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(count)]}
+  return [
+      subprocess.Popen(
+          [sys.executable, "-c", script, *args], cwd=ROOT, stdout=stdout,
+          stderr=subprocess.PIPE, text=True,
+          env=dict(ENV, CUDA_VISIBLE_DEVICES="",
+                   TF_CONFIG=json.dumps({"cluster": cluster,
+                                         "task": {"type": "worker", "index": index}})))
+      for index in range(count)]
+
+
+def finish(processes, timeout=600):
+  """Waits for each process, which must succeed; their stderr, in order."""
+  outputs = [process.communicate(timeout=timeout)[1] for process in processes]
+  for process, stderr in zip(processes, outputs):
+    assert process.returncode == 0, stderr[-3000:]
+  return outputs
+
+
+def latest_checkpoint_step(model_dir):
+  """The step of the checkpoint that `model_dir`'s `checkpoint` state file names as the latest
+  (-1 while there is none)."""
+  state = os.path.join(model_dir, "checkpoints", "checkpoint")
+  found = os.path.exists(state) and re.search(r'^model_checkpoint_path: "ckpt-(\d+)"',
+                                              open(state).read(), re.MULTILINE)
+  return int(found.group(1)) if found else -1
+
+
+def wait_for_checkpoint(model_dirs, step, processes, timeout=300):
+  """Waits until the `checkpoint` state file of each of `model_dirs` names `ckpt-{step}` (or a
+  later one) as the latest, while `processes` run. A checkpoint's files are written before the
+  state file names it, so a kill from then on loses nothing of it; a kill as soon as its files
+  exist can leave the previous checkpoint the latest, and the re-run rightly resumes from it."""
+  start = time.time()
+  while min(latest_checkpoint_step(d) for d in model_dirs) < step:
+    for process in processes:
+      assert process.poll() is None, process.stderr.read()[-3000:]
+    assert time.time() - start < timeout, f"ckpt-{step} never became the latest"
+    time.sleep(0.05)
