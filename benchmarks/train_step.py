@@ -6,8 +6,9 @@ Each contender trains the same-sized BERT on the same synthetic batch (random to
 positions masked, vocabulary 30,522), each in a fresh subprocess with every core:
   - bert_tf: `pretraining_model` + `compile_for_pretraining` (MLM + NSP, AdamW), `model.fit`;
   - train_loop: "train.py's loop", the same model and batches through `fit` with every
-    callback train.py uses (checkpoints every 500 steps, throughput, learning rate, curves
-    every 20 steps, TensorBoard; no progress bar, as the bare `fit`). It also times the bare
+    callback train.py uses (checkpoints every 500 steps, the training scalars every
+    `--log_every` steps to TensorBoard and history.jsonl, the clock; no progress line, as the
+    bare `fit`). It also times the bare
     `fit` in rounds alternating with it, in the same process, and prints the gap: on a shared
     machine the contenders' separate runs differ by more than the callbacks cost;
   - keras_hub: `BertMaskedLM` on a `BertBackbone` of the same size (MLM only: keras-hub has no
@@ -31,18 +32,6 @@ import time
 
 CONTENDERS = ("bert_tf", "train_loop", "keras_hub", "hf_torch")
 VOCAB_SIZE = 30522
-
-
-def model_flops_per_sequence(config, seq_length: int, predictions: int) -> float:
-  """Training FLOPs of one sequence (forward + backward = 3 x forward): 6 x parameters x tokens
-  for the encoder's matrices, attention's two S x S products, and the vocabulary projection
-  (tied embedding) at the masked positions only, as the model computes it."""
-  hidden, layers = config.hidden_size, config.num_hidden_layers
-  encoder_params = layers * (4 * hidden * hidden + 2 * hidden * config.intermediate_size)
-  attention = layers * 2 * 2 * seq_length * seq_length * hidden  # forward: QK^T and PV
-  head = predictions * (2 * hidden * hidden + 2 * hidden * config.vocab_size)
-  pooler_nsp = 2 * hidden * hidden
-  return 6 * encoder_params * seq_length + 3 * (attention + head + pooler_nsp)
 
 
 def synthetic_batch(batch_size: int, seq_length: int, predictions: int):
@@ -96,21 +85,27 @@ def run_bert_tf(args, batch) -> float:
 
 
 def run_train_loop(args, batch) -> float:
-  """Times `fit` with train.py's callbacks; also the bare `fit` of the same model, in rounds
-  alternating with it (`bare_seconds`), so that both see the same machine load."""
+  """Times `fit` with train.py's callbacks (`fitting.Watchers`, without the progress line);
+  also the bare `fit` of the same model, in rounds alternating with it (`bare_seconds`), so
+  that both see the same machine load."""
   import tempfile
-  import keras
-  from bert_tf.training import callbacks, checkpointing
+  import tensorflow as tf
+  from bert_tf.config import BertConfig
+  from bert_tf.training import checkpointing, fitting
+  from bert_tf.training.config import TrainConfig
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
   with tempfile.TemporaryDirectory() as model_dir:
-    checkpointer = checkpointing.Checkpointer(os.path.join(model_dir, "checkpoints"), model,
-                                              model.optimizer, keep=1)
-    loop = [checkpointing.CheckpointEvery(checkpointer, 500, 10**9),
-            callbacks.Throughput(args.batch_size, args.seq_length),
-            callbacks.LearningRate(),
-            callbacks.TrainingCurves(os.path.join(model_dir, "history.jsonl"), every=20),
-            keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"))]
+    checkpointer = checkpointing.Checkpointer(
+        os.path.join(model_dir, "checkpoints"), model, model.optimizer, keep=1,
+        data_position=tf.Variable(0, dtype=tf.int64))
+    config = TrainConfig(model_dir=model_dir, config=args.config, seq_length=args.seq_length,
+                         max_predictions_per_seq=math.ceil(0.15 * args.seq_length),
+                         global_batch_size=args.batch_size, train_steps=10**9,
+                         checkpoint_every=500, log_every=args.log_every, verbose=False)
+    watchers = fitting.Watchers(config, None, BertConfig.from_preset(args.config,
+                                                                     vocab_size=VOCAB_SIZE))
+    loop = watchers.callbacks(checkpointing.CheckpointEvery(checkpointer, 500, 10**9))
     model.fit(dataset, epochs=1, steps_per_epoch=args.warmup, verbose=0, callbacks=loop)
     seconds = {"loop": 0.0, "bare": 0.0}
     rounds = 5
@@ -215,6 +210,7 @@ def main() -> None:
   parser.add_argument("--warmup", type=int, default=5)
   parser.add_argument("--steps", type=int, default=20)
   parser.add_argument("--contenders", default=",".join(CONTENDERS))
+  parser.add_argument("--log_every", type=int, default=20, help="train_loop's --log_every")
   parser.add_argument("--peak_tflops", type=float, default=0.0,
                       help="the device's dense peak at this precision, for utilisation")
   parser.add_argument("--contender", help=argparse.SUPPRESS)  # one, in a subprocess
@@ -239,6 +235,7 @@ def main() -> None:
     if "bare_sequences_per_second" in result:
       alongside[contender] = result["bare_sequences_per_second"]
   from bert_tf.config import BertConfig
+  from bert_tf.model.flops import model_flops_per_sequence
   flops = model_flops_per_sequence(BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE),
                                    args.seq_length, math.ceil(0.15 * args.seq_length))
   reference = results.get("bert_tf")

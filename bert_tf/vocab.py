@@ -10,17 +10,22 @@ import logging
 import os
 import sys
 
-from absl import app
-import tensorflow as tf
+from absl import app, flags
 
-from bert_tf import files, settings
-from bert_tf.data import corpus, pieces
-from bert_tf.data.config import PIECE_BYTES, VocabularyConfig
-from bert_tf.data.normalization import BertNormalizer
-from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
-from bert_tf.errors import UserError
+from bert_tf import console
 
-log = logging.getLogger("bert_tf")  # train.py's console shows it; absl's handler otherwise
+if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
+  console.start(sys.argv)
+import tensorflow as tf  # noqa: E402
+
+from bert_tf import files, settings  # noqa: E402
+from bert_tf.data import corpus, pieces  # noqa: E402
+from bert_tf.data.config import PIECE_BYTES, VocabularyConfig  # noqa: E402
+from bert_tf.data.normalization import BertNormalizer  # noqa: E402
+from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary  # noqa: E402
+from bert_tf.errors import UserError  # noqa: E402
+
+log = logging.getLogger("bert_tf")  # the command's console shows it (as train.py's)
 
 
 # The learner reads at most this much of the corpus, in pieces spread evenly over it. 64 MiB
@@ -69,6 +74,7 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  console.configure(flags.FLAGS.verbosity)
   config = settings.from_flags(VocabularyConfig)
   try:
     vocabulary = build_vocabulary(
