@@ -84,4 +84,5 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
       continue
     if guard.stop_reason:
       raise checkpointing.TrainingStopped(guard.stop_reason)
-  log.info("%s", watchers.clock.split())
+  if watchers.clock.seconds:  # something was trained
+    log.info("%s", watchers.clock.split())
