@@ -6,10 +6,11 @@ Each contender trains the same-sized BERT on the same synthetic batch (random to
 positions masked, vocabulary 30,522), each in a fresh subprocess with every core:
   - bert_tf: `pretraining_model` + `compile_for_pretraining` (MLM + NSP, AdamW), `model.fit`;
   - train_loop: "train.py's loop", the same model and batches through `fit` with every
-    callback train.py uses (checkpoints every 500 steps, throughput, learning rate, curves
-    every 20 steps, TensorBoard; no progress bar, as the bare `fit`). It also times the bare
-    `fit` in rounds alternating with it, in the same process, and prints the gap: on a shared
-    machine the contenders' separate runs differ by more than the callbacks cost;
+    callback train.py uses (checkpoints every 500 steps, the training scalars every
+    `--log_every` steps to TensorBoard and history.jsonl, the clock; no progress line, as the
+    bare `fit`). It also times the bare `fit`, and a `fit` with one no-op batch callback, in
+    rounds alternating with it, in the same process, and prints the gaps: on a shared machine
+    the contenders' separate runs differ by more than the callbacks cost;
   - keras_hub: `BertMaskedLM` on a `BertBackbone` of the same size (MLM only: keras-hub has no
     NSP head), Keras AdamW, `model.fit`;
   - hf_torch: transformers `BertForPreTraining` (MLM + NSP; it projects every position onto
@@ -31,18 +32,6 @@ import time
 
 CONTENDERS = ("bert_tf", "train_loop", "keras_hub", "hf_torch")
 VOCAB_SIZE = 30522
-
-
-def model_flops_per_sequence(config, seq_length: int, predictions: int) -> float:
-  """Training FLOPs of one sequence (forward + backward = 3 x forward): 6 x parameters x tokens
-  for the encoder's matrices, attention's two S x S products, and the vocabulary projection
-  (tied embedding) at the masked positions only, as the model computes it."""
-  hidden, layers = config.hidden_size, config.num_hidden_layers
-  encoder_params = layers * (4 * hidden * hidden + 2 * hidden * config.intermediate_size)
-  attention = layers * 2 * 2 * seq_length * seq_length * hidden  # forward: QK^T and PV
-  head = predictions * (2 * hidden * hidden + 2 * hidden * config.vocab_size)
-  pooler_nsp = 2 * hidden * hidden
-  return 6 * encoder_params * seq_length + 3 * (attention + head + pooler_nsp)
 
 
 def synthetic_batch(batch_size: int, seq_length: int, predictions: int):
@@ -96,32 +85,44 @@ def run_bert_tf(args, batch) -> float:
 
 
 def run_train_loop(args, batch) -> float:
-  """Times `fit` with train.py's callbacks; also the bare `fit` of the same model, in rounds
-  alternating with it (`bare_seconds`), so that both see the same machine load."""
+  """Times `fit` with train.py's callbacks (`fitting.Watchers`, without the progress line);
+  also the bare `fit` of the same model, in rounds alternating with it (`bare_seconds`), so
+  that both see the same machine load."""
   import tempfile
   import keras
-  from bert_tf.training import callbacks, checkpointing
+  import tensorflow as tf
+  from bert_tf.config import BertConfig
+  from bert_tf.training import checkpointing, fitting
+  from bert_tf.training.config import TrainConfig
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
   with tempfile.TemporaryDirectory() as model_dir:
-    checkpointer = checkpointing.Checkpointer(os.path.join(model_dir, "checkpoints"), model,
-                                              model.optimizer, keep=1)
-    loop = [checkpointing.CheckpointEvery(checkpointer, 500, 10**9),
-            callbacks.Throughput(args.batch_size, args.seq_length),
-            callbacks.LearningRate(),
-            callbacks.TrainingCurves(os.path.join(model_dir, "history.jsonl"), every=20),
-            keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"))]
+    checkpointer = checkpointing.Checkpointer(
+        os.path.join(model_dir, "checkpoints"), model, model.optimizer, keep=1,
+        data_position=tf.Variable(0, dtype=tf.int64))
+    config = TrainConfig(model_dir=model_dir, config=args.config, seq_length=args.seq_length,
+                         max_predictions_per_seq=math.ceil(0.15 * args.seq_length),
+                         global_batch_size=args.batch_size, train_steps=10**9,
+                         checkpoint_every=500, log_every=args.log_every, verbose=False)
+    watchers = fitting.Watchers(config, None, BertConfig.from_preset(args.config,
+                                                                     vocab_size=VOCAB_SIZE))
+    loop = watchers.callbacks(checkpointing.CheckpointEvery(checkpointer, 500, 10**9))
     model.fit(dataset, epochs=1, steps_per_epoch=args.warmup, verbose=0, callbacks=loop)
-    seconds = {"loop": 0.0, "bare": 0.0}
+    # Without any batch callback Keras dispatches its own callbacks to a thread, which on a
+    # small CPU slows the bare `fit`: a `fit` with one no-op batch callback is timed too.
+    noop = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: None)
+    seconds = {"loop": 0.0, "bare": 0.0, "noop": 0.0}
     rounds = 5
     for _ in range(rounds):
-      for name, with_callbacks in (("bare", []), ("loop", loop)):
+      for name, with_callbacks in (("bare", []), ("noop", [noop]), ("loop", loop)):
         start = time.perf_counter()
         model.fit(dataset, epochs=1, steps_per_epoch=args.steps // rounds, verbose=0,
                   callbacks=with_callbacks)
         seconds[name] += time.perf_counter() - start
-  run_train_loop.bare_seconds = seconds["bare"] * args.steps / (args.steps // rounds * rounds)
-  return seconds["loop"] * args.steps / (args.steps // rounds * rounds)
+  timed_steps = args.steps // rounds * rounds
+  run_train_loop.bare_seconds = seconds["bare"] * args.steps / timed_steps
+  run_train_loop.noop_seconds = seconds["noop"] * args.steps / timed_steps
+  return seconds["loop"] * args.steps / timed_steps
 
 
 def run_keras_hub(args, batch) -> float:
@@ -202,6 +203,7 @@ def run_one(args) -> None:
             "sequences_per_second": args.steps * args.batch_size / seconds}
   if hasattr(run, "bare_seconds"):
     result["bare_sequences_per_second"] = args.steps * args.batch_size / run.bare_seconds
+    result["noop_sequences_per_second"] = args.steps * args.batch_size / run.noop_seconds
   print(json.dumps(result))
 
 
@@ -215,6 +217,7 @@ def main() -> None:
   parser.add_argument("--warmup", type=int, default=5)
   parser.add_argument("--steps", type=int, default=20)
   parser.add_argument("--contenders", default=",".join(CONTENDERS))
+  parser.add_argument("--log_every", type=int, default=20, help="train_loop's --log_every")
   parser.add_argument("--peak_tflops", type=float, default=0.0,
                       help="the device's dense peak at this precision, for utilisation")
   parser.add_argument("--contender", help=argparse.SUPPRESS)  # one, in a subprocess
@@ -237,8 +240,10 @@ def main() -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     results[contender] = result["sequences_per_second"]
     if "bare_sequences_per_second" in result:
-      alongside[contender] = result["bare_sequences_per_second"]
+      alongside[contender] = (result["bare_sequences_per_second"],
+                              result["noop_sequences_per_second"])
   from bert_tf.config import BertConfig
+  from bert_tf.model.flops import model_flops_per_sequence
   flops = model_flops_per_sequence(BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE),
                                    args.seq_length, math.ceil(0.15 * args.seq_length))
   reference = results.get("bert_tf")
@@ -248,9 +253,10 @@ def main() -> None:
     utilisation = f"{rate * flops / 1e12 / args.peak_tflops:.1%}" if args.peak_tflops else "-"
     print(f"{contender:<12}{rate:>12.1f}{ratio:>12}{rate * flops / 1e12:>10.3f}"
           f"{utilisation:>8}")
-  for contender, bare in alongside.items():
-    print(f"{contender}: {results[contender]:.1f} sequences/s, the bare fit {bare:.1f} in "
-          f"rounds alternating with it: {1 - results[contender] / bare:+.1%} slower")
+  for contender, (bare, noop) in alongside.items():
+    print(f"{contender}: {results[contender]:.1f} sequences/s; in rounds alternating with it, "
+          f"the bare fit {bare:.1f} ({1 - results[contender] / bare:+.1%} slower), the fit "
+          f"with one no-op batch callback {noop:.1f} ({1 - results[contender] / noop:+.1%})")
 
 
 if __name__ == "__main__":

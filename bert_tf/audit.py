@@ -11,10 +11,10 @@ import dataclasses
 import json
 import sys
 
-from absl import app
+from absl import app, flags
 import numpy as np
 
-from bert_tf import settings
+from bert_tf import console, settings
 from bert_tf.settings import setting
 from bert_tf.training.config import TrainConfig
 
@@ -118,6 +118,7 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  console.configure(flags.FLAGS.verbosity)
   from bert_tf.errors import UserError
   config = settings.from_flags(AuditConfig)
   try:
@@ -138,6 +139,7 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  console.start(sys.argv)  # before TensorFlow loads: its start-up lines, unless debug
   settings.define_flags(AuditConfig)
   settings.name_verbosity_levels()
   app.run(main)

@@ -3,17 +3,22 @@
 
 import sys
 
-from absl import app
+from absl import app, flags
 
-from bert_tf import settings
-from bert_tf.data.config import VocabularyConfig
-from bert_tf.data.vocabulary_learner import build_vocabulary
-from bert_tf.errors import UserError
+from bert_tf import console
+
+if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
+  console.start(sys.argv)
+from bert_tf import settings  # noqa: E402
+from bert_tf.data.config import VocabularyConfig  # noqa: E402
+from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
+from bert_tf.errors import UserError  # noqa: E402
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  console.configure(flags.FLAGS.verbosity)
   config = settings.from_flags(VocabularyConfig)
   try:
     vocabulary = build_vocabulary(

@@ -38,10 +38,10 @@ def fitted(tmp_path_factory, corpus_pattern, vocab_file):
       vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
       intermediate_size=64))
   compile_for_pretraining(model, keras.optimizers.Adam(1e-3))
+  curves = TrainingCurves(os.path.join(model_dir, "history.jsonl"))
   callback = evaluation.HeldOutEvaluation(
       lambda: batches(held_out=True, seed=0), steps=EVAL_STEPS, every=4, train_steps=7,
-      log_dir=os.path.join(model_dir, "logs"),
-      curves=TrainingCurves(os.path.join(model_dir, "history.jsonl")))
+      log_dir=os.path.join(model_dir, "logs", "eval"), curves=curves)
   records = []
   handler = logging.Handler()
   handler.emit = records.append
@@ -52,7 +52,7 @@ def fitted(tmp_path_factory, corpus_pattern, vocab_file):
   try:
     # Epoch ends at steps 2, 4, 6, 7 (the last interval cut short, as the trainer does).
     model.fit(batches(held_out=False, seed=1), epochs=4, steps_per_epoch=2, verbose=0,
-              callbacks=[callback, StopAt(7)])
+              callbacks=[callback, curves, StopAt(7)])
   finally:
     logger.removeHandler(handler)
     logger.setLevel(level)
@@ -89,10 +89,9 @@ def test_eval_run_in_tensorboard_beside_train(fitted):
   events = EventAccumulator(os.path.join(model_dir, "logs", "eval"))
   events.Reload()
   tags = events.Tags()["tensors"]
-  assert {"epoch_loss", "epoch_mlm_loss", "epoch_nsp_loss", "epoch_mlm_accuracy",
-          "epoch_nsp_accuracy"} <= set(tags)
-  # The x axis is Keras's epoch, as in the `train` run: evaluations after epochs 1 and 3.
-  assert [event.step for event in events.Tensors("epoch_loss")] == [1, 3]
+  assert set(tags) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"}
+  # The x axis is the global step, as in the `train` run: the steps evaluated at.
+  assert [event.step for event in events.Tensors("loss")] == [4, 7]
 
 
 def test_each_evaluation_measures_the_same_batches(fitted):

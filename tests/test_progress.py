@@ -1,17 +1,14 @@
 """The progress line: counted in optimizer steps from where the run starts, printed every N
-steps off a terminal and rewritten in place on one, reading the logs only when it prints."""
+steps off a terminal and rewritten in place on one, with the last window's figures; it never
+reads the logs."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training import progress
-
-
-def test_duration():
-  assert [progress.duration(s) for s in (0, 42.4, 380, 3600 * 3 + 300)] == [
-      "0s", "42s", "6m 20s", "3h 05m"]
+from bert_tf.training import progress, run_time
+from bert_tf.training.callbacks import TrainingWindow
 
 
 def test_progress_line():
@@ -25,11 +22,15 @@ def test_progress_line():
 
 def test_lines_every():
   assert [progress.lines_every(n) for n in (6, 100, 2000, 1_000_000)] == [1, 5, 100, 100]
+  # A multiple of --log_every: each line shows a window of its own.
+  assert [progress.lines_every(n, 20) for n in (100, 300, 2000, 5000)] == [20, 20, 100, 100]
 
 
-def fit(callback, *, start_step=0, steps=12, steps_per_epoch=5, steps_per_execution=1):
+def fit(callback, *, start_step=0, steps=12, steps_per_epoch=5, steps_per_execution=1,
+        log_every=1):
   """Fits a one-weight model `steps` updates (in epochs of `steps_per_epoch`) from
-  `start_step`, as a resumed run would."""
+  `start_step`, as a resumed run would, with a window of `log_every` steps shown; returns
+  the model and the windows' records."""
   model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
   model.compile(optimizer="sgd", loss="mse", steps_per_execution=steps_per_execution)
   model.optimizer.build(model.trainable_variables)
@@ -41,10 +42,15 @@ def fit(callback, *, start_step=0, steps=12, steps_per_epoch=5, steps_per_execut
     if int(model.optimizer.iterations.numpy()) >= start_step + steps:
       model.stop_training = True
 
+  records = []
+  window = TrainingWindow(log_every, global_batch_size=4, seq_length=2,
+                          learning_rate=lambda steps: 0 * steps, clock=run_time.Clock(),
+                          listeners=[callback.add, records.append])
   model.fit(data, epochs=-(-steps // steps_per_epoch), steps_per_epoch=steps_per_epoch,
             verbose=0, shuffle=False, callbacks=[
-                callback, keras.callbacks.LambdaCallback(on_train_batch_end=stop_at_the_last_step)])
-  return model
+                window, callback,
+                keras.callbacks.LambdaCallback(on_train_batch_end=stop_at_the_last_step)])
+  return model, records
 
 
 def printed_steps(text: str) -> list[int]:
@@ -59,10 +65,9 @@ def printed_steps(text: str) -> list[int]:
 def test_off_a_terminal_a_line_every_n_steps_from_the_resumed_step(capsys,
                                                                     steps_per_execution,
                                                                     printed):
-  callback = progress.Progress(train_steps=1015, global_batch_size=4, terminal=False,
-                               every_steps=4)
-  model = fit(callback, start_step=1000, steps=15, steps_per_epoch=6,
-              steps_per_execution=steps_per_execution)
+  callback = progress.Progress(train_steps=1015, terminal=False, every_steps=4)
+  model, _ = fit(callback, start_step=1000, steps=15, steps_per_epoch=6,
+              steps_per_execution=steps_per_execution, log_every=2)
   assert callback.step == int(model.optimizer.iterations.numpy()) == 1015
   out = capsys.readouterr().out
   assert printed_steps(out) == printed
@@ -74,14 +79,23 @@ def test_off_a_terminal_a_line_every_n_steps_from_the_resumed_step(capsys,
 def test_on_a_terminal_the_line_is_rewritten_in_place(capsys, monkeypatch):
   monkeypatch.setattr("shutil.get_terminal_size", lambda: __import__("os").terminal_size(
       (60, 24)))
-  callback = progress.Progress(train_steps=6, global_batch_size=4, terminal=True,
-                               every_seconds=0)
+  callback = progress.Progress(train_steps=6, terminal=True, every_seconds=0)
   fit(callback, steps=6, steps_per_epoch=3)
   out = capsys.readouterr().out
   drawn = out.split("\r\033[K")
   assert [piece.split()[1] for piece in drawn if piece] == [f"{s}/6" for s in range(1, 7)]
   assert out.endswith("\n") and out.count("\n") == 1
   assert all(len(piece.rstrip("\n")) <= 59 for piece in drawn)
+
+
+def test_the_line_shows_the_last_windows_figures(capsys):
+  callback = progress.Progress(train_steps=8, terminal=False, every_steps=4)
+  _, records = fit(callback, steps=8, steps_per_epoch=8, log_every=4)
+  lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+  assert [r["step"] for r in records] == [4, 8] and len(lines) == 2
+  for line, record in zip(lines, records):
+    assert line.endswith(f"loss: {record['loss']:.4f}")
+    assert f"| {record['examples_per_second']:,.0f} examples/s |" in line
 
 
 class Counted(float):
@@ -94,17 +108,16 @@ class Counted(float):
     return super().__float__()
 
 
-def test_logs_are_read_only_when_a_line_is_printed(capsys):
+def test_the_logs_are_never_read(capsys):
   class FakeOptimizer:
     iterations = keras.Variable(0)
 
-  callback = progress.Progress(train_steps=100, global_batch_size=4, terminal=False,
-                               every_steps=10)
+  callback = progress.Progress(train_steps=100, terminal=False, every_steps=10)
   callback.set_model(type("Model", (), {"optimizer": FakeOptimizer()})())
   callback.on_train_begin()
   callback.on_epoch_begin(0)
   Counted.reads = 0
   for batch in range(25):
     callback.on_train_batch_end(batch, {"loss": Counted(1.0)})
-  assert Counted.reads == 2  # steps 10 and 20
+  assert Counted.reads == 0
   assert printed_steps(capsys.readouterr().out) == [10, 20]

@@ -1,6 +1,7 @@
-"""End to end, what a user watching `python train.py` gets: a quiet console (our lines only),
-held-out evaluations while training written to every output, and artifacts the size of the
-model (not of the model and Adam's two slots)."""
+"""End to end, what a user watching `python train.py` gets: a quiet console (our lines only, for
+every command), training scalars by global step every --log_every steps and held-out ones at
+the steps they were measured, one continuous curve across a resume, and artifacts the size of
+the model (not of the model and Adam's two slots)."""
 
 import json
 import os
@@ -13,8 +14,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-        "--global_batch_size=8", "--train_steps=6", "--checkpoint_every=3", "--warmup_steps=2",
-        "--eval_steps=2"]
+        "--global_batch_size=8", "--train_steps=12", "--checkpoint_every=4", "--log_every=2",
+        "--warmup_steps=2", "--eval_steps=2"]
+TRAINING_STEPS = list(range(2, 13, 2))  # a window of --log_every=2 steps each
+HELD_OUT_STEPS = [4, 8, 12]  # each checkpoint's
 
 # What the console must not show by default.
 NOISE = re.compile(
@@ -23,11 +26,16 @@ NOISE = re.compile(
     r"|signature_serialization|unsupported characters|^[IWE]\d{4} ", re.MULTILINE)
 
 
-def run_train(args):
-  """train.py in a fresh process, with the environment a user has (no log level set)."""
+def run_command(command, args):
+  """A command (`["train.py"]`, `["-m", "bert_tf.vocab"]`) in a fresh process, with the
+  environment a user has (no log level set)."""
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-  return subprocess.run([sys.executable, "train.py", *args], cwd=ROOT, env=env,
+  return subprocess.run([sys.executable, *command, *args], cwd=ROOT, env=env,
                         capture_output=True, text=True, timeout=900)
+
+
+def run_train(args):
+  return run_command(["train.py"], args)
 
 
 @pytest.fixture(scope="module")
@@ -45,35 +53,72 @@ def test_console_shows_our_lines_only(run):
   _, result = run
   for text in (result.stdout, result.stderr):
     assert not NOISE.search(text), NOISE.search(text)
-  # Not a terminal: a progress line every step for 6 steps on stdout, none of Keras's bars.
+  # Not a terminal: a progress line each window (every 2 steps) on stdout, no Keras bars.
   progress = [line for line in result.stdout.splitlines() if line.startswith("step ")]
-  assert [line.split(" | ")[0] for line in progress] == [f"step {s}/6" for s in range(1, 7)]
+  assert [line.split(" | ")[0] for line in progress] == [
+      f"step {s}/12" for s in TRAINING_STEPS]
   assert "Epoch" not in result.stdout and "━" not in result.stdout
-  for expected in ("Trained 6 steps", "Held out: MLM accuracy", "fill_mask:", "P(IsNext)"):
+  for expected in ("Trained 12 steps", "real tokens/s", "Held out: MLM accuracy", "fill_mask:",
+                   "P(IsNext)"):
     assert expected in result.stdout, expected
-  # stderr: what is being built, checkpoints and evaluations, one line each, and nothing else.
-  assert [re.sub(r"[/:].*", "", line) for line in result.stderr.splitlines()] == [
+  # stderr: what is being built, checkpoints and evaluations, one line each, where the time
+  # went, and nothing else.
+  lines = result.stderr.splitlines()
+  split = lines.pop(-2)  # where the time went
+  assert [re.sub(r"[/:].*", "", line) for line in lines] == [
       "Vocabulary ", "Learning a 8000-token WordPiece vocabulary from 0.4 MB of 4 files",
-      "Wrote 3437 "
-      "tokens to ", "checkpoint at step 3", "held-out at step 3", "checkpoint at step 6",
-      "held-out at step 6", "Writing the serving SavedModel to "]
+      "Wrote 3437 tokens to ",
+      *[line for step in HELD_OUT_STEPS
+        for line in (f"checkpoint at step {step}", f"held-out at step {step}")],
+      "Writing the serving SavedModel to "]
+  assert split.startswith("Wall time "), split
+  for kind in ("training", "start-up", "checkpoints", "held-out evaluations", "other"):
+    assert re.search(f"[:,] {kind} \\d+% \\(", split), (kind, split)
+
+
+def history(model_dir) -> list:
+  with open(os.path.join(model_dir, "history.jsonl")) as f:
+    return [json.loads(line) for line in f]
+
+
+def event_steps(directory) -> dict:
+  """{tag: [step, ...]} over every event file in a TensorBoard run directory, as any reader of
+  the files sees them (duplicates included)."""
+  import tensorflow as tf
+  steps = {}
+  for name in sorted(os.listdir(directory)):
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
+      for value in event.summary.value:
+        steps.setdefault(value.tag, []).append(event.step)
+  return steps
 
 
 def test_evaluations_reach_every_output(run):
-  from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
   model_dir, _ = run
-  with open(os.path.join(model_dir, "history.jsonl")) as f:
-    held_out = [r for r in map(json.loads, f) if "eval_loss" in r]
-  assert [r["step"] for r in held_out] == [3, 6]
+  held_out = [r for r in history(model_dir) if "eval_loss" in r]
+  assert [r["step"] for r in held_out] == HELD_OUT_STEPS
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
   # The final figures are the last evaluation's: the same batches, the same weights.
   for name in ("eval_loss", "eval_mlm_loss", "eval_nsp_loss", "eval_mlm_accuracy",
                "eval_nsp_accuracy"):
     assert metrics[name] == pytest.approx(held_out[-1][name], rel=1e-6), name
-  events = EventAccumulator(os.path.join(model_dir, "logs", "eval"))
-  events.Reload()
-  assert len(events.Tensors("epoch_mlm_loss")) == 2
   assert os.path.getsize(os.path.join(model_dir, "curves.png")) > 10_000
+
+
+def test_tensorboard_draws_by_global_step(run):
+  model_dir, _ = run
+  training = event_steps(os.path.join(model_dir, "logs", "train"))
+  assert set(training) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy",
+                           "gradient_norm", "learning_rate", "examples_per_second",
+                           "tokens_per_second", "padding_share"}
+  assert all(steps == TRAINING_STEPS for steps in training.values()), training
+  held_out = event_steps(os.path.join(model_dir, "logs", "eval"))
+  assert set(held_out) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"}
+  assert all(steps == HELD_OUT_STEPS for steps in held_out.values()), held_out
+  # history.jsonl holds the same windows (curves.png is drawn from it).
+  records = [r for r in history(model_dir) if "loss" in r]
+  assert [r["step"] for r in records] == TRAINING_STEPS
+  assert all(0 <= r["padding_share"] < 1 and r["gradient_norm"] > 0 for r in records)
 
 
 def parameter_count(model_dir) -> int:
@@ -129,3 +174,61 @@ def test_a_mistake_is_one_line_and_debug_brings_the_noise_back(tmp_path):
   assert debug.returncode == 2
   assert debug.stderr.endswith("error: no file matches '/nonexistent/*.txt'\n")
   assert "oneDNN" in debug.stderr and "InitializeLog" in debug.stderr
+
+
+@pytest.fixture(scope="module")
+def resumed(run):
+  """The run as if killed after its last window, before its last checkpoint: the checkpoint
+  at step 12 is gone, and the same command resumes from step 8."""
+  import tensorflow as tf
+  model_dir, _ = run
+  before = history(model_dir)
+  checkpoints = os.path.join(model_dir, "checkpoints")
+  for name in os.listdir(checkpoints):
+    if name.startswith("ckpt-12."):
+      os.remove(os.path.join(checkpoints, name))
+  tf.compat.v1.train.update_checkpoint_state(checkpoints, os.path.join(checkpoints, "ckpt-8"))
+  result = run_train([f"--flagfile={os.path.join(model_dir, 'flags.txt')}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model_dir, before, result
+
+
+def test_a_resumed_run_draws_one_continuous_curve(resumed):
+  model_dir, before, result = resumed
+  assert "checkpoint at step 12" in result.stderr
+  # Each step once in every reader of the event files: the killed run's points after step 8
+  # were replaced by the resumed run's.
+  assert all(steps == TRAINING_STEPS
+             for steps in event_steps(os.path.join(model_dir, "logs", "train")).values())
+  assert all(steps == HELD_OUT_STEPS
+             for steps in event_steps(os.path.join(model_dir, "logs", "eval")).values())
+  after = history(model_dir)
+  assert [r["step"] for r in after] == [r["step"] for r in before]
+  # Resuming is exact (the same batches, the same dropout): the resumed steps' figures are
+  # the killed run's.
+  for old, new in zip(before, after):
+    for name in ("loss", "mlm_accuracy", "eval_loss"):
+      if name in old:
+        assert new[name] == pytest.approx(old[name], rel=1e-4), (old["step"], name)
+
+
+@pytest.mark.parametrize("command", ["vocab", "audit", "export"])
+def test_every_command_is_quiet(command, run, data_dir, tmp_path):
+  model_dir, _ = run
+  vocab_file = os.path.join(model_dir, "new_vocab.txt")
+  args, said = {
+      "vocab": ([f"--input_files={data_dir}/pydoc_topics/*.txt",
+                 f"--vocab_file={tmp_path}/vocab.txt", "--vocab_size=500"],
+                ["Learning a 500-token WordPiece vocabulary from 0.4 MB of 4 files",
+                 "Wrote "]),
+      "audit": ([f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                 f"--model_dir={tmp_path}", "--num_examples=64", "--json"], []),
+      "export": ([f"--model_dir={model_dir}", f"--output={tmp_path}/export"],
+                 [f"Exporting {model_dir} as savedmodel to {tmp_path}/export"]),
+  }[command]
+  result = run_command(["-m", f"bert_tf.{command}"], args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert not NOISE.search(result.stdout + result.stderr), NOISE.search(result.stderr)
+  assert [line[:len(expected)] for line, expected in
+          zip(result.stderr.splitlines(), said)] == said
+  assert len(result.stderr.splitlines()) == len(said), result.stderr

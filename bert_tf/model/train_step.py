@@ -41,6 +41,13 @@ class PretrainingModel(BuiltBeforeFit):
   mlm_loss_reduction = "mean"
   data_position = None  # a `DataPosition` to record the batches' stream positions in
 
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    # Two metrics of the training step, for watching it (see training/callbacks.py): the
+    # gradient's global norm before clipping, and the real (non-padding) tokens trained on.
+    self.gradient_norm_tracker = keras.metrics.Mean(name="gradient_norm")
+    self.tokens_tracker = keras.metrics.Sum(name="tokens")
+
   def _losses_and_metrics(self, x, y, sample_weight, loss_weights, training):
     """Forward pass; updates the metrics; returns the (loss-scaled) total loss."""
     y_pred = self(x, training=training)
@@ -86,8 +93,20 @@ class PretrainingModel(BuiltBeforeFit):
       gradients = self._gradients(x, y, sample_weight, loss_weights)
     else:
       gradients = self._accumulated_gradients((x, y, sample_weight, loss_weights), parts)
+    self._watch(x, gradients)
     self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
     return self._logs()
+
+  def _watch(self, x, gradients):
+    """Updates the two watching metrics. The norm is of this replica's gradient, times the
+    replica count: with several replicas, an upper bound of the global norm (exact with one);
+    with fp16, unscaled."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    norm = tf.linalg.global_norm(gradients) * replicas
+    if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+      norm = norm / tf.cast(self.optimizer.scale_loss(1.0), norm.dtype)
+    self.gradient_norm_tracker.update_state(norm)
+    self.tokens_tracker.update_state(tf.reduce_sum(tf.cast(x["padding_mask"], tf.float32)))
 
   def make_train_function(self, force=False):
     """With several steps per execution: one `tf.function` running `steps_per_execution`

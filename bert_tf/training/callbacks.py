@@ -1,18 +1,26 @@
-"""Keras callbacks for what Keras lacks: steady-state throughput, the learning rate in the logs,
-and curves at step granularity for the final plot.
+"""Keras callbacks for what Keras lacks: training scalars by global step, each the mean over
+the last `every` steps only, with honest rates; the time each other callback takes; the curves
+file.
+
+Keras's logs are running means since the start of the epoch (a checkpoint interval here), reset
+at each one, so a curve of them jumps at every checkpoint. `TrainingWindow` instead reads the
+metrics' accumulated totals and counts (`metric.variables`) at the ends of each window of
+`every` steps and divides the differences: the mean over those steps, whatever the epochs.
 
 None of them reads a variable back to the host on each step (a read waits for the step to
 finish, so the host cannot queue the next one): the optimizer step is counted on the host from
-the batch index Keras passes, and the logs are read only every so many steps.
+the batch index Keras passes, and the totals are read once per window and once per epoch.
 """
 
 import json
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
+from bert_tf.training import run_time, summaries
 
 
 class StepCounter(keras.callbacks.Callback):
@@ -35,56 +43,178 @@ class StepCounter(keras.callbacks.Callback):
     self.step = self._epoch_start + batch + 1
 
 
-class Throughput(StepCounter):
-  """Examples and tokens per second, leaving out the first steps (tracing, compilation).
+def metric_totals(model: keras.Model) -> dict:
+  """{log name: (total, count)} of the model's mean metrics, {name: (total, None)} of its sums,
+  read from their variables (one read per variable)."""
+  totals = {}
+  for metric in model.metrics:
+    # A compiled-metrics container lists its metrics in the order of its results' names.
+    names, leaves = ((list(metric.result()), metric.metrics) if hasattr(metric, "metrics")
+                     else ([metric.name], [metric]))
+    for name, leaf in zip(names, leaves):
+      values = [float(keras.ops.convert_to_numpy(v.value)) for v in leaf.variables]
+      totals[name] = (values[0], values[1] if len(values) > 1 else None)
+  return totals
 
-  Adds `examples_per_second` and `tokens_per_second` to each epoch's logs, so the progress
-  bar, TensorBoard and `metrics.json` all see them.
+
+def _difference(later: dict, earlier: dict | None) -> dict:
+  if earlier is None:  # the metrics were reset: zero
+    return dict(later)
+  return {name: (total - earlier[name][0], None if count is None else count - earlier[name][1])
+          for name, (total, count) in later.items()}
+
+
+def _sum(a: dict, b: dict) -> dict:
+  return {name: (total + b[name][0], None if count is None else count + b[name][1])
+          for name, (total, count) in a.items()}
+
+
+class TrainingWindow(StepCounter):
+  """Every `every` steps, at the global step: the mean of each metric over those steps only,
+  the mean learning rate, and the rates over training time only (examples/s, non-padding
+  tokens/s), the padding's share and, with `peak_flops`, model-FLOPs utilisation. Each record
+  goes to `listeners` (the TensorBoard writer, the curves, the progress line).
+
+  Must be the first callback: it times each call of the training function from its
+  `on_train_batch_begin`, called first, to its `on_train_batch_end`, called first too, and
+  adds the seconds to `clock` as training (the run's first call, which traces and compiles,
+  as start-up). Its own reads of the totals come before that end, so a step still running on
+  a device is waited for inside the training time.
   """
 
-  def __init__(self, global_batch_size: int, seq_length: int, skip_steps: int = 10):
+  def __init__(self, every: int, *, global_batch_size: int, seq_length: int,
+               learning_rate, clock: run_time.Clock, listeners=(),
+               flops_per_sequence: float = 0.0, peak_flops: float = 0.0):
     super().__init__()
+    self.every = every
     self.global_batch_size = global_batch_size
     self.seq_length = seq_length
-    self.skip_steps = skip_steps
-    self._first_step = None
-    self._start = None
-    self._start_step = 0
-    self._timed_steps = 0
-    self.examples_per_second = 0.0
+    self.learning_rate = learning_rate  # step(s) -> learning rate(s): the schedule
+    self.clock = clock
+    self.listeners = list(listeners)
+    self.flops_per_sequence = flops_per_sequence
+    self.peak_flops = peak_flops
+    self.timed_steps = 0  # over the run: the steps and seconds of training time
+    self.timed_seconds = 0.0
+    self.tokens = 0.0
+    self.window_steps = 0  # the steps of the closed windows, whose tokens are counted
+    self._traced = False
+    self._reset_window()
+
+  def _reset_window(self):
+    self._window_start = self.step
+    self._carried = None  # totals of the window's earlier epochs
+    self._base = None  # totals at the window's start in this epoch (None: zero)
+    self._window_steps = self._window_seconds = 0
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)
-    if self._first_step is None:
-      self._first_step = self.step
+    self._reset_window()
+
+  def on_epoch_begin(self, epoch, logs=None):
+    super().on_epoch_begin(epoch, logs)
+    self._base = None  # Keras has just reset the metrics
+
+  def on_train_batch_begin(self, batch, logs=None):
+    self._began = time.perf_counter()
 
   def on_train_batch_end(self, batch, logs=None):
+    before = self.step
     super().on_train_batch_end(batch, logs)
-    if self._start is None and self.step - self._first_step >= self.skip_steps:
-      self._start, self._start_step = time.perf_counter(), self.step
-    elif self._start is not None:
-      self._timed_steps = self.step - self._start_step
+    due = self.step // self.every > self._window_start // self.every
+    totals = metric_totals(self.model) if due else None  # waits for the step
+    seconds = time.perf_counter() - self._began
+    if not self._traced:  # tracing and compiling: not a rate's
+      self._traced = True
+      self.clock.add(run_time.START_UP, seconds)
+    else:
+      self.clock.add(run_time.TRAINING, seconds)
+      self._window_steps += self.step - before
+      self._window_seconds += seconds
+    if due:
+      window = _difference(totals, self._base)
+      self._base = totals
+      self._close(window if self._carried is None else _sum(window, self._carried))
 
   def on_epoch_end(self, epoch, logs=None):
-    if self._start is not None and self._timed_steps:
-      elapsed = time.perf_counter() - self._start
-      self.examples_per_second = self._timed_steps * self.global_batch_size / elapsed
-    if logs is not None:
-      logs["examples_per_second"] = self.examples_per_second
-      logs["tokens_per_second"] = self.examples_per_second * self.seq_length
+    if self.step > self._window_start:  # the window goes on in the next epoch
+      totals = _difference(metric_totals(self.model), self._base)
+      self._carried = totals if self._carried is None else _sum(self._carried, totals)
+
+  def on_train_end(self, logs=None):
+    if self.step > self._window_start and self._carried is not None:
+      self._close(self._carried)  # the last steps (the end, a stop) as a shorter window
+
+  def _close(self, window: dict) -> None:
+    """Makes the record of the window's totals `window` and hands it to the listeners."""
+    steps = self.step - self._window_start
+    tokens = window.get("tokens", (None, None))[0]  # a model without the count: None
+    record = {"step": self.step}
+    for name, (total, count) in window.items():
+      if count is not None:  # means; the token count is a sum
+        record[name] = total / count if count else 0.0
+    updates = np.arange(self._window_start, self.step)  # the steps the updates ran at
+    record["learning_rate"] = float(np.mean(keras.ops.convert_to_numpy(
+        self.learning_rate(updates))))
+    record.update(self._rates(tokens, steps, self._window_steps, self._window_seconds))
+    self.tokens = None if tokens is None else self.tokens + tokens
+    self.window_steps += steps
+    self.timed_steps += self._window_steps
+    self.timed_seconds += self._window_seconds
+    self._carried = None
+    self._window_start = self.step
+    self._window_steps = self._window_seconds = 0
+    for listener in self.listeners:
+      listener(record)
+
+  def _rates(self, tokens: float | None, steps: int, timed_steps: int,
+             seconds: float) -> dict:
+    """Examples and real tokens per second of training time, padding's share of the tokens
+    and the model-FLOPs utilisation, of `steps` steps that trained on `tokens` tokens, of
+    which `timed_steps` took `seconds` of training time."""
+    if not seconds:
+      return {}
+    examples_per_second = timed_steps * self.global_batch_size / seconds
+    rates = {"examples_per_second": examples_per_second}
+    if tokens is not None:
+      rates["tokens_per_second"] = tokens / steps * timed_steps / seconds
+      rates["padding_share"] = 1 - tokens / (steps * self.global_batch_size * self.seq_length)
+    if self.peak_flops:
+      rates["model_flops_utilisation"] = (
+          examples_per_second * self.flops_per_sequence / self.peak_flops)
+    return rates
+
+  def run_rates(self) -> dict:
+    """The whole run's rates over its training time (what the windows saw), for the final
+    figures (0 examples/s when it trained no timed step)."""
+    return (self._rates(self.tokens, self.window_steps, self.timed_steps, self.timed_seconds)
+            or {"examples_per_second": 0.0})
 
 
-class LearningRate(keras.callbacks.Callback):
-  """Adds the optimizer's current learning rate to each epoch's logs."""
+class Timed(keras.callbacks.Callback):
+  """Runs `callback`, adding the seconds each of its calls takes to `clock` under `kind`
+  (checkpoints, held-out evaluations), so that they are told apart from training."""
 
-  def on_epoch_end(self, epoch, logs=None):
-    if logs is not None:
-      logs["learning_rate"] = float(keras.ops.convert_to_numpy(
-          self.model.optimizer.learning_rate))
+  HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end",
+           "on_train_batch_begin", "on_train_batch_end")
+
+  def __init__(self, callback: keras.callbacks.Callback, clock: run_time.Clock, kind: str):
+    super().__init__()
+    self.callback = callback
+    for hook in self.HOOKS:
+      setattr(self, hook, clock.timing(kind, getattr(callback, hook)))
+
+  def set_model(self, model):
+    super().set_model(model)
+    self.callback.set_model(model)
+
+  def set_params(self, params):
+    super().set_params(params)
+    self.callback.set_params(params)
 
 
 class TrainingCurves(StepCounter):
-  """The running losses and accuracies every `every` steps, as a JSON-lines file.
+  """The windows' records and the held-out evaluations', as a JSON-lines file (history.jsonl).
 
   Records are kept in memory and the whole file is rewritten atomically at the end of each
   epoch (a checkpoint interval in `fitting.fit`) and of training: never appended to, since on an
@@ -93,25 +223,15 @@ class TrainingCurves(StepCounter):
   the curves of an interrupted run are whole.
   """
 
-  def __init__(self, path: str, every: int = 20):
+  def __init__(self, path: str):
     super().__init__()
     self.path = path
-    self.every = every
     self._records = []
-    self._next_record = 0
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)
     self._records = [record for record in _read_records(self.path)
                      if record["step"] <= self.step]
-    self._next_record = (self.step // self.every + 1) * self.every
-
-  def on_train_batch_end(self, batch, logs=None):
-    super().on_train_batch_end(batch, logs)
-    if logs and self.step >= self._next_record:  # the first call at or after each multiple
-      self._records.append(
-          {"step": self.step, **{name: float(value) for name, value in logs.items()}})
-      self._next_record = (self.step // self.every + 1) * self.every
 
   def on_epoch_end(self, epoch, logs=None):
     self._write()
@@ -120,9 +240,8 @@ class TrainingCurves(StepCounter):
     self._write()
 
   def add(self, record: dict) -> None:
-    """Adds a record made elsewhere (a held-out evaluation) and rewrites the file."""
+    """Keeps a record (a window's, a held-out evaluation's) for the next write."""
     self._records.append(record)
-    self._write()
 
   def _write(self):
     files.write_text(self.path, "".join(json.dumps(r) + "\n" for r in self._records))
@@ -133,3 +252,25 @@ def _read_records(path: str) -> list:
     return []
   with tf.io.gfile.GFile(path) as f:
     return [json.loads(line) for line in f if line.strip()]
+
+
+class TensorBoardScalars(StepCounter):
+  """The windows' records in TensorBoard's `train` run, at their global steps; flushed at each
+  epoch's end (a checkpoint), so that a run resumed from that checkpoint finds them."""
+
+  def __init__(self, directory: str):
+    super().__init__()
+    self.writer = summaries.ScalarWriter(directory)
+
+  def on_train_begin(self, logs=None):
+    super().on_train_begin(logs)
+    self.writer.start(self.step)
+
+  def add(self, record: dict) -> None:
+    self.writer.write(record["step"], {k: v for k, v in record.items() if k != "step"})
+
+  def on_epoch_end(self, epoch, logs=None):
+    self.writer.flush()
+
+  def on_train_end(self, logs=None):
+    self.writer.flush()

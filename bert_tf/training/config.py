@@ -85,5 +85,10 @@ class TrainConfig(OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
   on_nan: str = setting(
       "stop", "On a non-finite loss: stop (nothing saved), or roll back to the last checkpoint "
       f"and go on after the offending batches (at most {MAX_ROLLBACKS} times).", choices=ON_NAN)
+  log_every: int = setting(
+      20, "Steps between training scalars (TensorBoard, history.jsonl, the progress line): "
+      "each the mean over those steps only, at the global step.")
+  peak_tflops: float = setting(0.0, "The device's dense peak TFLOP/s at this precision, all "
+                               "devices together: model-FLOPs utilisation is logged with it.")
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
                           "terminal, a line every few steps otherwise.")

@@ -6,17 +6,16 @@ would corrupt its running training means. Each evaluation measures the same `ste
 (dropout off): the first ones of a dataset made afresh from the same seed (a dataset object
 reshuffles on each pass; nothing is held in memory), so successive figures compare. Each goes
 to:
-- TensorBoard, as an `eval` run beside Keras's `train` run, under the same tags
-  (`epoch_loss`, `epoch_mlm_accuracy`, ...) and the same x axis (the epoch), so the two curves
-  share a chart;
-- `history.jsonl`, as records `{"step": ..., "eval_loss": ..., ...}` for curves.png;
+- TensorBoard, as an `eval` run beside the `train` run, under the same tags (`loss`,
+  `mlm_accuracy`, ...) at the step it measured, so the two curves share a chart and an axis;
+- `history.jsonl`, as records `{"step": ..., "eval_loss": ..., ...}` for curves.png (the
+  `TrainingCurves` callback writes the file after this one's `on_epoch_end`);
 - the console, as one line.
 """
 
 import collections
 import logging
 import math
-import os
 from collections.abc import Callable
 
 import keras
@@ -24,6 +23,7 @@ import tensorflow as tf
 
 from bert_tf.data import corpus, holdout
 from bert_tf.errors import UserError
+from bert_tf.training import summaries
 
 log = logging.getLogger("bert_tf")
 
@@ -76,18 +76,19 @@ class HeldOutEvaluation(keras.callbacks.Callback):
 
   def __init__(self, make_dataset: Callable[[], tf.data.Dataset], *, steps: int, every: int,
                train_steps: int, log_dir: str, curves):
+    """`log_dir`: the TensorBoard run directory (`logs/eval`)."""
     super().__init__()
     self.make_dataset = make_dataset  # the held-out batches, the same on each call
     self.steps = steps
     self.every = every
     self.train_steps = train_steps
-    self.log_dir = log_dir
+    self.writer = summaries.ScalarWriter(log_dir)
     self.curves = curves  # the `TrainingCurves` whose history.jsonl gets the records
     self._last_step = 0
-    self._writer = None
 
   def on_train_begin(self, logs=None):
     self._last_step = int(self.model.optimizer.iterations.numpy())
+    self.writer.start(self._last_step)
 
   def on_epoch_end(self, epoch, logs=None):
     step = int(self.model.optimizer.iterations.numpy())  # once per interval
@@ -98,19 +99,12 @@ class HeldOutEvaluation(keras.callbacks.Callback):
       return
     self._last_step = step
     results = self.evaluate(self.model)
-    self._write(epoch, step, results)
+    self.writer.write(step, {name.removeprefix("eval_"): v for name, v in results.items()})
+    self.writer.flush()
+    self.curves.add({"step": step, **results})
     log.info("held-out at step %s: %s", f"{step:,}",
              " ".join(f"{name}: {value:.4f}" for name, value in results.items()))
 
   def evaluate(self, model: keras.Model) -> dict:
     """`eval_*` figures of `model` now (also used once training is over)."""
     return evaluate(model, self.make_dataset(), self.steps)
-
-  def _write(self, epoch: int, step: int, results: dict) -> None:
-    if self._writer is None:
-      self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "eval"))
-    with self._writer.as_default():
-      for name, value in results.items():
-        tf.summary.scalar("epoch_" + name.removeprefix("eval_"), value, step=epoch)
-    self._writer.flush()
-    self.curves.add({"step": step, **results})

@@ -26,7 +26,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary, watc
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(
       steps=int(model.optimizer.iterations.numpy()),
-      examples_per_second=watchers.throughput.examples_per_second,
+      **watchers.window.run_rates(),
       most_frequent_token_accuracy=evaluation.most_frequent_token_accuracy(
           measured, config.eval_steps))
   if watchers.held_out:

@@ -8,36 +8,52 @@ import os
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.model.flops import model_flops_per_sequence
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, datasets, evaluation, progress
+from bert_tf.training import checkpointing, datasets, evaluation, optimization, progress
+from bert_tf.training import run_time
 from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
 
 log = logging.getLogger("bert_tf")
 
 
 class Watchers:
-  """The callbacks that measure and show the run: throughput, the learning rate, the curves
-  (history.jsonl), TensorBoard, held-out evaluation and the progress line."""
+  """The callbacks that measure and show the run: the training scalars of each window of
+  `log_every` steps (to TensorBoard, history.jsonl and the progress line), held-out
+  evaluation, and the clock that splits the wall time between training and the rest."""
 
-  def __init__(self, config: TrainConfig, vocabulary: Vocabulary):
-    self.throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
-    self.curves = callbacks_lib.TrainingCurves(
-        os.path.join(config.model_dir, "history.jsonl"),
-        every=max(1, min(20, config.train_steps // 100)))
+  def __init__(self, config: TrainConfig, vocabulary: Vocabulary, bert_config):
+    logs = os.path.join(config.model_dir, "logs")
+    self.clock = run_time.Clock()
+    self.curves = callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"))
+    tensorboard = callbacks_lib.TensorBoardScalars(os.path.join(logs, "train"))
+    shown = [progress.Progress(config.train_steps,
+                               every_steps=progress.lines_every(config.train_steps,
+                                                                config.log_every))
+             ] if config.verbose else []
+    self.window = callbacks_lib.TrainingWindow(
+        config.log_every, global_batch_size=config.global_batch_size,
+        seq_length=config.seq_length, learning_rate=optimization.schedule_for(config),
+        clock=self.clock, listeners=[tensorboard.add, self.curves.add,
+                                     *[line.add for line in shown]],
+        flops_per_sequence=model_flops_per_sequence(bert_config, config.seq_length,
+                                                    config.max_predictions_per_seq),
+        peak_flops=config.peak_tflops * 1e12)
     self.held_out = evaluation.HeldOutEvaluation(
         lambda: datasets.held_out_batches(config, vocabulary),
         steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
-        train_steps=config.train_steps, log_dir=os.path.join(config.model_dir, "logs"),
+        train_steps=config.train_steps, log_dir=os.path.join(logs, "eval"),
         curves=self.curves) if datasets.has_held_out(config) else None
-    self.callbacks = [
-        self.throughput,
-        callbacks_lib.LearningRate(),
-        self.curves,
-        keras.callbacks.TensorBoard(os.path.join(config.model_dir, "logs")),
-        *([self.held_out] if self.held_out else []),
-        *([progress.Progress(config.train_steps, config.global_batch_size)]
-          if config.verbose else []),
-    ]
+    self._after_guard = [
+        *([callbacks_lib.Timed(self.held_out, self.clock, run_time.EVALUATIONS)]
+          if self.held_out else []),
+        self.curves, tensorboard, *shown]  # the curves written after the evaluation
+
+  def callbacks(self, guard: keras.callbacks.Callback) -> list:
+    """The callbacks for `fit`, around the checkpointing `guard` (timed as checkpoints): the
+    window first, whose timing of the steps must come before any other callback's work."""
+    return [self.window, callbacks_lib.Timed(guard, self.clock, run_time.CHECKPOINTS),
+            *self._after_guard]
 
 
 def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_position,
@@ -56,7 +72,7 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
         checkpointer.step, config.train_steps, config.checkpoint_every)
     model.fit(datasets.training_stream(config, vocabulary, strategy, data_position),
               epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
-              callbacks=[guard, *watchers.callbacks])
+              callbacks=watchers.callbacks(guard))
     if guard.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
       rollbacks += 1
       bad_step = checkpointer.step
@@ -68,3 +84,5 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
       continue
     if guard.stop_reason:
       raise checkpointing.TrainingStopped(guard.stop_reason)
+  if watchers.clock.seconds:  # something was trained
+    log.info("%s", watchers.clock.split())

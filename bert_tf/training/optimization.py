@@ -85,9 +85,18 @@ class Lamb(ClipsSummedGradients, keras.optimizers.Lamb):
 def optimizer_for(config) -> keras.optimizers.Optimizer:
   """The optimizer a `TrainConfig` asks for."""
   return create_optimizer(config.optimizer, learning_rate=config.learning_rate,
-                          warmup_steps=config.warmup_steps,
-                          train_steps=config.decay_steps or config.train_steps,
+                          warmup_steps=config.warmup_steps, train_steps=decay_steps(config),
                           weight_decay=config.weight_decay, clip_norm=config.clip_norm)
+
+
+def decay_steps(config) -> int:
+  """The step at which a `TrainConfig`'s learning rate reaches 0."""
+  return config.decay_steps or config.train_steps
+
+
+def schedule_for(config) -> WarmupLinearDecay:
+  """The learning-rate schedule of `optimizer_for(config)`."""
+  return WarmupLinearDecay(config.learning_rate, config.warmup_steps, decay_steps(config))
 
 
 def create_optimizer(name: str = "adamw", *, learning_rate: float = 1e-4,

@@ -3,9 +3,10 @@
 
     step 1,500/2,000 | 79 examples/s | 6m 20s left | loss: 5.123 mlm_loss: 4.470 ...
 
-On a terminal the line is rewritten in place; otherwise (CI, a log file) a line is printed
-every `every_steps` steps. Nothing is read back from the device on a step that prints nothing:
-the step is counted on the host from the batch index, and the logs are read only to print.
+The figures are the last window's (`callbacks.TrainingWindow`): means over its steps only, the
+rate over training time only; the time left is the wall time's, pauses included. On a terminal
+the line is rewritten in place; otherwise (CI, a log file) a line is printed every
+`every_steps` steps. Nothing is read back from the device: the step is counted on the host.
 """
 
 import shutil
@@ -13,51 +14,47 @@ import time
 
 from bert_tf import console
 from bert_tf.training.callbacks import StepCounter
+from bert_tf.training.run_time import duration
 
 SHOWN = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
-
-def lines_every(train_steps: int) -> int:
-  """Steps between printed lines off a terminal: about 20 lines a run, at least every 100."""
-  return max(1, min(100, train_steps // 20))
-
-
-def duration(seconds: float) -> str:
-  """3h 05m, 6m 20s, 42s."""
-  seconds = int(round(seconds))
-  if seconds >= 3600:
-    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
-  if seconds >= 60:
-    return f"{seconds // 60}m {seconds % 60:02d}s"
-  return f"{seconds}s"
+def lines_every(train_steps: int, log_every: int = 1) -> int:
+  """Steps between printed lines off a terminal: about 20 lines a run, at least every 100, a
+  multiple of `log_every` (each line shows a new window)."""
+  every = max(1, min(100, train_steps // 20))
+  return max(log_every, round(every / log_every) * log_every)
 
 
 def progress_line(step: int, train_steps: int, examples_per_second: float | None,
-                  seconds_left: float | None, logs: dict) -> str:
+                  seconds_left: float | None, record: dict) -> str:
   parts = [f"step {step:,}/{train_steps:,}"]
   if examples_per_second is not None:
     parts.append(f"{examples_per_second:,.0f} examples/s")
   if seconds_left is not None:
     parts.append(f"{duration(seconds_left)} left")
-  parts.append(" ".join(f"{name}: {float(logs[name]):.4f}" for name in SHOWN if name in logs))
+  parts.append(" ".join(f"{name}: {float(record[name]):.4f}" for name in SHOWN
+                        if name in record))
   return " | ".join(parts)
 
 
 class Progress(StepCounter):
-  """Shows the run's progress; use with `fit(verbose=0)`."""
+  """Shows the run's progress with the last window's figures (given to `add`); use with
+  `fit(verbose=0)`."""
 
-  def __init__(self, train_steps: int, global_batch_size: int, *, terminal: bool | None = None,
+  def __init__(self, train_steps: int, *, terminal: bool | None = None,
                every_steps: int | None = None, every_seconds: float = 0.5):
     super().__init__()
     self.train_steps = train_steps
-    self.global_batch_size = global_batch_size
     self.terminal = console.is_terminal() if terminal is None else terminal
     self.every_steps = every_steps or lines_every(train_steps)
     self.every_seconds = every_seconds
     self._clock = None  # (time, step) of the first finished step: tracing left out
     self._shown_at = 0.0
     self._shown_step = None
-    self._logs = None  # the last step's logs, unread until shown
+    self._record = {}  # the last window's
+
+  def add(self, record: dict) -> None:
+    self._record = record
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)  # one read per fit: where this run (or part of it) starts
@@ -66,7 +63,6 @@ class Progress(StepCounter):
 
   def on_train_batch_end(self, batch, logs=None):
     super().on_train_batch_end(batch, logs)
-    self._logs = logs
     now = time.monotonic()
     if self._clock is None:
       self._clock = (now, self.step)
@@ -77,20 +73,19 @@ class Progress(StepCounter):
       self._show(now)  # also when steps_per_execution jumps over the multiple
 
   def on_train_end(self, logs=None):
-    if self._logs is not None and self._shown_step != self.step:
+    if self._clock is not None and self._shown_step != self.step:
       self._show(time.monotonic())
     if self.terminal:
       console.status("")
 
   def _show(self, now: float) -> None:
     self._shown_at, self._shown_step = now, self.step
-    rate = left = None
+    left = None
     start_time, start_step = self._clock
     if self.step > start_step and now > start_time:
-      steps_per_second = (self.step - start_step) / (now - start_time)
-      rate = steps_per_second * self.global_batch_size
-      left = (self.train_steps - self.step) / steps_per_second
-    line = progress_line(self.step, self.train_steps, rate, left, self._logs or {})
+      left = (self.train_steps - self.step) * (now - start_time) / (self.step - start_step)
+    line = progress_line(self.step, self.train_steps,
+                         self._record.get("examples_per_second"), left, self._record)
     if self.terminal:
       console.status(line[:shutil.get_terminal_size().columns - 1])
     else:

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> None:
   """Draws losses and accuracies against optimizer steps from `history.jsonl`: training's
-  running means (solid) and the held-out evaluations (dashed, same colour), when there are."""
+  windowed means (solid) and the held-out evaluations (dashed, same colour), when there are."""
   import matplotlib
   matplotlib.use("Agg")  # no display needed
   from matplotlib import pyplot
@@ -29,8 +29,7 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
   accuracies.axhline(0.5, color="gray", linestyle="-.", label="NSP chance")
   for axes, title in ((losses, "Loss"), (accuracies, "Accuracy")):
     axes.set_xlabel("step")
-    axes.set_title(title + " (training: running mean within each checkpoint interval)",
-                   fontsize=9)
+    axes.set_title(title + " (training: the mean of each --log_every steps)", fontsize=9)
     axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
   figure.tight_layout()
@@ -40,10 +39,13 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
 
 
 def summary(metrics: dict) -> str:
-  """The final figures in three lines, the baselines beside the accuracies, and a fourth for
-  the held-out data when there is some."""
+  """The final figures in three lines (the rates over training time only), the baselines
+  beside the accuracies, and a fourth for the held-out data when there is some."""
+  tokens = (f" ({metrics['tokens_per_second']:,.0f} real tokens/s, "
+            f"{metrics['padding_share']:.0%} padding)" if "tokens_per_second" in metrics else "")
   return "\n".join([
-      f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:.0f} examples/s.",
+      f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:,.0f} examples/s"
+      f"{tokens}.",
       f"MLM accuracy {metrics['mlm_accuracy']:.3f} (always predicting the most frequent "
       f"token: {metrics['most_frequent_token_accuracy']:.3f}); MLM loss "
       f"{metrics['mlm_loss']:.3f}.",

@@ -46,7 +46,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           keep=config.keep_checkpoints, data_position=data_position.last_consumed)
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
-    watchers = fitting.Watchers(config, vocabulary)
+    watchers = fitting.Watchers(config, vocabulary, bert_config)
     fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, watchers)
     return finishing.finish(model, config, vocabulary, watchers)
 
