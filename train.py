@@ -41,6 +41,10 @@ def main(argv):
   except checkpointing.TrainingStopped as e:
     print(f"stopped: {e}", file=sys.stderr)
     sys.exit(1)
+  except KeyboardInterrupt:  # Ctrl-C outside the training steps (those save, then stop)
+    print("interrupted: the latest checkpoint is kept; re-run the command to go on",
+          file=sys.stderr)
+    sys.exit(130)
   print(report.summary(metrics))
   if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
