@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from bert_tf import console
 from bert_tf.errors import UserError
+from bert_tf.training import failures
 from bert_tf.training.callbacks import StepCounter
 
 log = logging.getLogger("bert_tf")
@@ -171,9 +172,9 @@ class Checkpointer:
     except tf.errors.OpError as e:
       path = os.path.join(self.manager.directory, f"ckpt-{self.step}")
       raise TrainingStopped(
-          f"could not write the checkpoint {path}: "
-          f"{type(e).__name__}: {_first_line(e)}; the latest checkpoint is still "
-          f"{self.manager.latest_checkpoint}: run the same command to resume") from None
+          f"could not write the checkpoint {path}: {failures.describe(e)}; the latest "
+          f"checkpoint is still {self.manager.latest_checkpoint}: run the same command to "
+          "resume") from None
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
