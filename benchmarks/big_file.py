@@ -1,13 +1,18 @@
 """Corpora of any size: one big file against the same text in 100 files (issue 12).
 
     python benchmarks/big_file.py --sizes_mb=4,600,2500 --batches=300
+    python benchmarks/big_file.py --sizes_mb=4,160 --sharded_mb= --no_blank_lines --skip_vocab
+
 
 Builds, from real text (the built-in corpus's documents, repeated), a single-file corpus of
 each size in `--sizes_mb` and, for the sizes in `--sharded_mb`, the same text as 100 files.
 For each corpus, each in a fresh process so that peak memory is its own, it measures
 `bert_tf.pretraining_dataset` (seq 128, batch 64): time to the first batch, examples/s over
 `--batches` batches after it, peak resident memory; and `python -m bert_tf.vocab`'s time and
-peak memory (`--vocab_size`). Prints a table; deletes the corpora after.
+peak memory (`--vocab_size`). Prints a table; deletes the corpora after. With
+`--no_blank_lines` the text has no blank line: each file is one endless document, which the
+reader cuts into parts (`corpus.MAX_SENTENCES_PER_DOCUMENT`); its peak memory should grow no
+more with the file than that of files with documents.
 """
 
 import argparse
@@ -22,17 +27,19 @@ import time
 NUM_SHARDS = 100
 
 
-def corpus_text() -> bytes:
-  """The built-in corpus's documents in the corpus format (0.46 MB)."""
+def corpus_text(blank_lines: bool = True) -> bytes:
+  """The built-in corpus's documents in the corpus format (0.46 MB); without `blank_lines`,
+  its sentences only, one a line."""
   from bert_tf.data import builtin_corpus
   from pydoc_data import topics
-  return "".join("\n".join(builtin_corpus.topic_sentences(text)) + "\n\n"
+  ends = "\n\n" if blank_lines else "\n"
+  return "".join("\n".join(builtin_corpus.topic_sentences(text)) + ends
                  for _, text in sorted(topics.topics.items())).encode()
 
 
-def write_corpus(paths: list[str], megabytes: float) -> None:
+def write_corpus(paths: list[str], megabytes: float, blank_lines: bool = True) -> None:
   """Writes about `megabytes` of text over `paths`, whole copies of the text in turn."""
-  text = corpus_text()
+  text = corpus_text(blank_lines)
   copies = max(1, round(megabytes * 1e6 / len(text)))
   handles = [open(p, "wb") for p in paths]
   for copy in range(copies):
@@ -82,6 +89,9 @@ def main():
   parser.add_argument("--batches", type=int, default=300)
   parser.add_argument("--vocab_size", type=int, default=30000)
   parser.add_argument("--directory", default="", help="Where to write the corpora.")
+  parser.add_argument("--skip_vocab", action="store_true", help="Measure the pipeline only.")
+  parser.add_argument("--no_blank_lines", action="store_true",
+                      help="Corpora without blank lines: one endless document a file.")
   parser.add_argument("--child", choices=["pipeline", "vocab"])
   parser.add_argument("--corpus")
   parser.add_argument("--vocab_file", default="")
@@ -110,11 +120,12 @@ def main():
         corpus_dir = os.path.join(directory, f"{megabytes:g}mb-{files}")
         os.makedirs(corpus_dir)
         paths = [os.path.join(corpus_dir, f"part-{i:03d}.txt") for i in range(files)]
-        write_corpus(paths, megabytes)
+        write_corpus(paths, megabytes, blank_lines=not args.no_blank_lines)
         size = sum(os.path.getsize(p) for p in paths)
         pattern = os.path.join(corpus_dir, "*.txt")
         pipeline = run_child("pipeline", pattern, args)
-        vocab = run_child("vocab", pattern, args)
+        vocab = ({"seconds": float("nan"), "peak_mb": float("nan")} if args.skip_vocab
+                 else run_child("vocab", pattern, args))
         label = f"{megabytes:g} MB in {files} file{'s' if files > 1 else ''}"
         print(f"{label:<22}{size / 1e9:>6.2f}{pipeline['first_batch_s']:>15.1f}"
               f"{pipeline['examples_per_second']:>12,.0f}{pipeline['peak_mb']:>9,.0f}"

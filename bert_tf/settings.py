@@ -20,10 +20,20 @@ from bert_tf.console import VERBOSITY
 from bert_tf.errors import UserError
 
 
-def setting(default: Any, help: str, *, choices=()) -> Any:  # noqa: A002 (absl's word)
-  """A config field that is also a flag: `name: type = setting(default, "help")`."""
-  return dataclasses.field(default=default,
-                           metadata={"help": help, "choices": tuple(choices)})
+# What changing a run's setting on a model_dir that has trained does (`bert_tf.training.
+# run_changes`): another model is an error; another stream of examples starts the stream
+# afresh at the next epoch; anything else is noted.
+MODEL, STREAM, NOTED = "model", "stream", "noted"
+CHANGES = (MODEL, STREAM, NOTED)
+
+
+def setting(default: Any, help: str, *,  # noqa: A002 (absl's word)
+            choices=(), change: str | None = None) -> Any:
+  """A config field that is also a flag: `name: type = setting(default, "help")`. A setting
+  of a pre-training run also says what changing it on resume does (`change`, one of
+  `CHANGES`)."""
+  return dataclasses.field(default=default, metadata={"help": help, "choices": tuple(choices),
+                                                      "change": change})
 
 
 def declared(config_class) -> list[dataclasses.Field]:

@@ -83,17 +83,19 @@ def test_a_failed_save_stops_training_and_keeps_the_previous_checkpoint(tmp_path
   checkpointer = make_checkpointer(directory)
   train_and_save(checkpointer, 1)
 
-  def disk_full(*args, **kwargs):
-    raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+  def disk_full(*args, **kwargs):  # what TensorFlow raises when the disk fills during a save
+    raise tf.errors.ResourceExhaustedError(None, None, (
+        "{{function_node __wrapped__SaveV2_dtypes_149_device_/job:localhost/replica:0/task:0/"
+        f"device:CPU:0}}}} {directory}/ckpt-2_temp/part-00000-of-00001.data-00000-of-00001"
+        ".tempstate123; No space left on device [Op:SaveV2]"))
 
   monkeypatch.setattr(checkpointer.checkpoint, "write", disk_full)
   monkeypatch.setattr(checkpointer.checkpoint, "_write", disk_full, raising=False)
   with pytest.raises(checkpointing.TrainingStopped) as stopped:
     train_and_save(checkpointer, 1)
   assert str(stopped.value) == (
-      f"could not write the checkpoint {directory}/ckpt-2: ResourceExhaustedError: No space "
-      f"left on device; the latest checkpoint is still {directory}/ckpt-1: run the same "
-      "command to resume")
+      f"could not write the checkpoint {directory}/ckpt-2: no space left on the device; the "
+      f"latest checkpoint is still {directory}/ckpt-1: run the same command to resume")
   assert tf.train.latest_checkpoint(directory) == f"{directory}/ckpt-1"
   assert make_checkpointer(directory, seed=1).restore() == 1  # a re-run resumes
 

@@ -65,6 +65,38 @@ def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir,
   rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=2)
 
 
+def test_ctrl_c_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
+  model_dir = str(tmp_path / "run")
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
+  process.send_signal(signal.SIGINT)
+  start = time.time()
+  _, stderr = process.communicate(timeout=60)
+  assert time.time() - start < 30
+  assert process.returncode == 1, stderr[-3000:]
+  stopped = re.search(r"stopped: interrupted at step (\d+), saved; re-run the command to go on",
+                      stderr)
+  assert stopped and "Traceback" not in stderr, stderr[-3000:]
+  step = int(stopped.group(1))
+  assert f'model_checkpoint_path: "ckpt-{step}"' in open(
+      os.path.join(model_dir, "checkpoints", "checkpoint")).read()  # saved where it stopped
+  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=step)
+
+
+def test_a_second_ctrl_c_aborts_at_once(tmp_path, data_dir, vocab_file):
+  model_dir = str(tmp_path / "run")
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
+  process.send_signal(signal.SIGINT)
+  for line in process.stderr:  # the first Ctrl-C is being handled: the save is under way
+    if line.startswith("Interrupted: saving a checkpoint"):
+      break
+  process.send_signal(signal.SIGINT)
+  start = time.time()
+  _, stderr = process.communicate(timeout=60)
+  assert time.time() - start < 5
+  assert process.returncode == -signal.SIGINT, stderr[-3000:]
+  assert "Traceback" not in stderr
+
+
 def test_non_finite_loss_rolls_back_then_stops_without_saving(tmp_path, data_dir, vocab_file):
   # A learning rate of 1e12 makes the weights, then the loss, overflow within a few steps,
   # every time: each rollback restores the last good checkpoint and skips the batches in

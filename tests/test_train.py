@@ -248,7 +248,9 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
     (dict(global_batch_size=0), "must be positive"),
     (dict(checkpoint_every=0), "checkpoint_every, keep_checkpoints and log_every must be"),
     (dict(log_every=0), "checkpoint_every, keep_checkpoints and log_every must be positive"),
-    (dict(model_dir="/proc/bert_run"), "model_dir /proc/bert_run is not writable"),
+    (dict(model_dir="/proc/bert_run"),
+     "model_dir /proc/bert_run is not writable: /proc/bert_run: No such file or directory"),
+    (dict(model_dir="/sys/bert_run"), "model_dir /sys/bert_run is not writable: "),  # sysfs
     (dict(init_checkpoint="/nonexistent/bert_model.ckpt"),
      "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
     (dict(decay_steps=3), "decay_steps 3 is before train_steps 6"),
@@ -273,12 +275,23 @@ def test_bad_input_is_one_line_on_stderr_and_exit_status_2(tmp_path, data_dir, v
       "error: no file matches '/nonexistent/*.txt'")
 
 
+def test_bad_input_with_debug_shows_the_traceback_before_the_line(tmp_path, data_dir,
+                                                                  vocab_file):
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'run'}", *TINY, "--input_files=/nonexistent/*.txt",
+                "--verbosity=debug"])
+  assert result.returncode == 2
+  assert "Traceback (most recent call last)" in result.stderr
+  assert result.stderr.strip().splitlines()[-1] == "error: no file matches '/nonexistent/*.txt'"
+
+
 def test_checkpoint_of_another_model_is_a_clear_error(trained, vocab_file, data_dir):
   model_dir, _ = trained
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
                 f"--model_dir={model_dir}", *TINY, "--config=bert_mini"])
   assert result.returncode == 2
-  assert "does not fit this model" in result.stderr and "Traceback" not in result.stderr
+  assert "the model differs from the one" in result.stderr and "Traceback" not in result.stderr
+  assert "hidden_size 128 -> 256" in result.stderr
 
 
 def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):

@@ -3,12 +3,14 @@ shape, the files that make a model_dir stand alone, and the run lock released wh
 happens."""
 
 import dataclasses
+import glob
 import json
 import logging
 import os
 
 import pytest
 
+from bert_tf.data import builtin_corpus
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.training import preparation, run_files, run_lock, trainer
@@ -40,15 +42,20 @@ def test_model_shape_takes_the_vocabulary_size_and_dropout(vocab_file):
                             vocabulary)
 
 
-def test_run_files_make_the_model_dir_stand_alone(tmp_path, vocab_file):
+def test_run_files_make_the_model_dir_stand_alone(tmp_path, data_dir, vocab_file):
   vocabulary = Vocabulary(vocab_file)
-  config = TrainConfig(model_dir=str(tmp_path), vocab_file=vocab_file, seq_length=64)
+  config = TrainConfig(model_dir=str(tmp_path), data_dir=data_dir, vocab_file=vocab_file,
+                       seq_length=64)
   bert_config = preparation.model_shape(config, vocabulary)
   run_files.write_run_files(config, bert_config, vocabulary, "--seq_length=64\n")
   assert json.loads((tmp_path / "train_config.json").read_text()) == dataclasses.asdict(config)
   assert json.loads((tmp_path / "bert_config.json").read_text())["vocab_size"] == len(vocabulary)
   assert (tmp_path / "vocab.txt").read_text() == open(vocab_file).read()
   assert (tmp_path / "flags.txt").read_text() == "--seq_length=64\n"
+  corpus_files = json.loads((tmp_path / "corpus.json").read_text())
+  assert sorted(corpus_files) == sorted(glob.glob(builtin_corpus.corpus_pattern(data_dir)))
+  assert [size for size, _ in corpus_files.values()] == [
+      os.path.getsize(path) for path in sorted(corpus_files)]
 
 
 def test_a_failed_run_leaves_the_model_dir_free_for_the_next_call(tmp_path, caplog):

@@ -10,7 +10,7 @@ before TensorFlow loads. Why the example settings are what they are: docs/design
 import dataclasses
 
 from bert_tf.errors import UserError
-from bert_tf.settings import check_choices, setting
+from bert_tf.settings import NOTED, MODEL, STREAM, check_choices, setting
 
 INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
 # About 8 MiB of text a piece (`pieces.py`): some 50,000 sentences, enough that opening a piece
@@ -26,8 +26,9 @@ class TextConfig:
   input_format: str = setting(
       "sentence_per_line", "sentence_per_line: one sentence a line, blank lines between "
       "documents. paragraph_per_line: each line a document, split into sentences.",
-      choices=INPUT_FORMATS)
-  do_lower_case: bool = setting(True, "Lower-case and strip accents (uncased model).")
+      choices=INPUT_FORMATS, change=STREAM)
+  do_lower_case: bool = setting(True, "Lower-case and strip accents (uncased model).",
+                                change=STREAM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +38,8 @@ class CorpusConfig(TextConfig):
   input_files: str = setting(
       "builtin", "Training corpus: globs or a comma list, local paths or any tf.io.gfile URL. "
       "`builtin` is Python's language reference (pydoc_data.topics), written under "
-      "--data_dir when first needed.")
-  data_dir: str = setting("data", "Where the built-in corpus is written.")
+      "--data_dir when first needed.", change=STREAM)
+  data_dir: str = setting("data", "Where the built-in corpus is written.", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,33 +47,39 @@ class VocabularyConfig(CorpusConfig):
   """The WordPiece vocabulary, and how it is learned from the corpus when it does not exist."""
 
   vocab_file: str = setting("data/vocab.txt", "WordPiece vocabulary, one token a line. Built "
-                            "from the corpus if it does not exist.")
-  vocab_size: int = setting(8000, "Largest vocabulary to learn when --vocab_file is built.")
+                            "from the corpus if it does not exist.", change=MODEL)
+  vocab_size: int = setting(8000, "Largest vocabulary to learn when --vocab_file is built.",
+                            change=NOTED)
   min_token_count: int = setting(2, "Leave out tokens seen fewer times when learning the "
-                                 "vocabulary.")
+                                 "vocabulary.", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(TextConfig):
   """How examples are made from the corpus's documents."""
 
-  seq_length: int = setting(128, "Tokens per example, [CLS] and [SEP]s included.")
-  max_predictions_per_seq: int = setting(20, "Masked-LM prediction slots per example.")
-  masked_lm_prob: float = setting(0.15, "Share of tokens to predict.")
-  short_seq_prob: float = setting(0.1, "Chance of a shorter target length for an example.")
-  mask_token_rate: float = setting(0.8, "Share of the predicted tokens replaced by [MASK].")
+  seq_length: int = setting(128, "Tokens per example, [CLS] and [SEP]s included.", change=STREAM)
+  max_predictions_per_seq: int = setting(20, "Masked-LM prediction slots per example.",
+                                         change=STREAM)
+  masked_lm_prob: float = setting(0.15, "Share of tokens to predict.", change=STREAM)
+  short_seq_prob: float = setting(0.1, "Chance of a shorter target length for an example.",
+                                  change=STREAM)
+  mask_token_rate: float = setting(0.8, "Share of the predicted tokens replaced by [MASK].",
+                                   change=STREAM)
   random_token_rate: float = setting(0.1, "Share of the predicted tokens replaced by a random "
-                                     "token (the rest are kept).")
+                                     "token (the rest are kept).", change=STREAM)
   whole_word_masking: bool = setting(False, "Mask whole words (a word and its ## pieces) with "
-                                     "one decision.")
-  nsp: bool = setting(True, "Train next sentence prediction; --nonsp is MLM only.")
+                                     "one decision.", change=STREAM)
+  nsp: bool = setting(True, "Train next sentence prediction; --nonsp is MLM only.", change=STREAM)
   documents_per_window: int = setting(32, "Documents read together, among which a random "
-                                      "next sentence is drawn.")
+                                      "next sentence is drawn.", change=STREAM)
   document_shuffle_buffer: int = setting(1000, "Documents, then examples, are shuffled in "
-                                         "blocks of this many within a piece of the corpus.")
-  example_shuffle_buffer: int = setting(1000, "Examples shuffled together within a piece.")
+                                         "blocks of this many within a piece of the corpus.",
+                                         change=STREAM)
+  example_shuffle_buffer: int = setting(1000, "Examples shuffled together within a piece.",
+                                        change=STREAM)
   piece_bytes: int = setting(PIECE_BYTES, "Bytes of corpus per piece, the unit the stream is "
-                             "cut into and resumed by.")
+                             "cut into and resumed by.", change=STREAM)
 
   def check(self) -> None:
     """Rejects settings that could only train wrongly, before any data is read."""

@@ -6,7 +6,7 @@ normalisation: docs/design.md.
 
 import dataclasses
 
-from bert_tf.settings import setting
+from bert_tf.settings import MODEL, NOTED, setting
 
 MLM_LOSS_REDUCTIONS = ("mean", "sum")
 
@@ -17,17 +17,17 @@ class ModelConfig:
 
   config: str = setting(
       "bert_tiny", "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
-      "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.")
+      "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.", change=MODEL)
   dropout: float | None = setting(
       None, "Dropout rate of the encoder (hidden and attention), in place of the --config's "
-      "(0.1 in the presets). 0 learns faster in a short run.")
+      "(0.1 in the presets). 0 learns faster in a short run.", change=NOTED)
   init_checkpoint: str = setting(
       "", "Start from these weights (both heads): a bert_tf model_dir (its optimizer and step "
       "too: phase 2 after phase 1), an original BERT checkpoint (bert_model.ckpt prefix or its "
       "directory, with bert_config.json) or a Hugging Face BertForPreTraining directory. Must "
-      "match --config.")
-  mlm_loss_weight: float = setting(1.0, "Weight of the MLM loss.")
-  nsp_loss_weight: float = setting(1.0, "Weight of the NSP loss.")
+      "match --config.", change=NOTED)
+  mlm_loss_weight: float = setting(1.0, "Weight of the MLM loss.", change=NOTED)
+  nsp_loss_weight: float = setting(1.0, "Weight of the NSP loss.", change=NOTED)
   mlm_loss_reduction: str = setting(
       "mean", "mean: over real masked tokens (BERT). sum: the summed form.",
-      choices=MLM_LOSS_REDUCTIONS)
+      choices=MLM_LOSS_REDUCTIONS, change=NOTED)

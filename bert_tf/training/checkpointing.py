@@ -8,7 +8,10 @@ this is written here on `tf.train.CheckpointManager`:
   checkpoint as the latest.
 - The data position (`data_position.py`): where each input pipeline's stream is, so that a
   resumed run sees what an uninterrupted run would have seen, at the cost of one piece.
-- SIGTERM (preemption) saves a checkpoint at the current step and stops within a step.
+- SIGTERM (preemption) and SIGINT (Ctrl-C) save a checkpoint at the current step and stop
+  within a step. A second SIGINT meanwhile aborts at once (the operating system's default:
+  the process ends, even inside TensorFlow's C++ code); the previous checkpoint is then still
+  the latest, or the new one if it was complete.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
   good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
   batches (the data position is kept across that restore). The
@@ -30,7 +33,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import console
 from bert_tf.errors import UserError
+from bert_tf.training import failures
 from bert_tf.training.callbacks import StepCounter
 
 log = logging.getLogger("bert_tf")
@@ -169,15 +174,19 @@ class Checkpointer:
     except tf.errors.OpError as e:
       path = os.path.join(self.manager.directory, f"ckpt-{self.step}")
       raise TrainingStopped(
-          f"could not write the checkpoint {path}: "
-          f"{type(e).__name__}: {_first_line(e)}; the latest checkpoint is still "
-          f"{self.manager.latest_checkpoint}: run the same command to resume") from None
+          f"could not write the checkpoint {path}: {failures.describe(e)}; the latest "
+          f"checkpoint is still {self.manager.latest_checkpoint}: run the same command to "
+          "resume") from None
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class CheckpointEvery(StepCounter):
   """Saves every `every` steps and at `train_steps`, where it also stops training; stops and
-  saves on SIGTERM; stops without saving on a non-finite loss, checked at each save and every
-  `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on every step)."""
+  saves on SIGTERM and SIGINT; stops without saving on a non-finite loss, checked at each
+  save and every `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on
+  every step)."""
 
   def __init__(self, checkpointer: Checkpointer, every: int, train_steps: int):
     super().__init__()
@@ -186,15 +195,23 @@ class CheckpointEvery(StepCounter):
     self.train_steps = train_steps
     self.stop_reason = None
     self.non_finite = False
-    self._terminated = False
-    self._previous_handler = None
+    self._stopped_by = None  # the signal asking to stop, if any
+    self._previous_handlers = {}
     self._next_loss_check = 0
 
   def on_train_end(self, logs=None):
-    signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
+    for signum, handler in self._previous_handlers.items():
+      if not (signum == signal.SIGINT and self._stopped_by == signal.SIGINT):
+        signal.signal(signum, handler or signal.SIG_DFL)  # after a Ctrl-C, another aborts
 
-  def _on_sigterm(self, signum, frame):
-    self._terminated = True
+  def _on_signal(self, signum, frame):
+    if self._stopped_by is None:
+      self._stopped_by = signum
+    if signum == signal.SIGINT:
+      signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
+      # Straight to the descriptor: a handler must not re-enter a write to sys.stderr.
+      os.write(2, (("\n" if console.is_terminal() else "") + "Interrupted: saving a checkpoint "
+                   "at the end of this step (Ctrl-C again aborts at once)\n").encode())
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)
@@ -205,12 +222,14 @@ class CheckpointEvery(StepCounter):
     self.stop_reason = None
     self.non_finite = False
     self._next_loss_check = self.step + LOSS_CHECK_EVERY
-    self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+    self._previous_handlers = {signum: signal.signal(signum, self._on_signal)
+                               for signum in _STOP_SIGNALS}
 
   def on_train_batch_end(self, batch, logs=None):
     super().on_train_batch_end(batch, logs)
     step = self.step
-    saving = self._terminated or step % self.every == 0 or step >= self.train_steps
+    stopping = self._stopped_by is not None
+    saving = stopping or step % self.every == 0 or step >= self.train_steps
     if saving or step >= self._next_loss_check:
       self._next_loss_check = step + LOSS_CHECK_EVERY
       loss = (logs or {}).get("loss")
@@ -221,10 +240,13 @@ class CheckpointEvery(StepCounter):
                             f"{self.checkpointer.latest_step}) is the last good one")
         self.model.stop_training = True
         return
-    if self._terminated:
+    if stopping:
       path = self.checkpointer.save()
-      self.stop_reason = (f"stopped by SIGTERM at step {step}, checkpoint {path}: run the same "
-                          "command to resume")
+      self.stop_reason = (
+          f"interrupted at step {step}, saved; re-run the command to go on"
+          if self._stopped_by == signal.SIGINT else
+          f"stopped by SIGTERM at step {step}, checkpoint {path}: run the same command to "
+          "resume")
       self.model.stop_training = True
     elif saving:
       self.checkpointer.save()

@@ -11,7 +11,7 @@ import dataclasses
 
 from bert_tf.data.config import PipelineConfig, VocabularyConfig
 from bert_tf.model.config import ModelConfig
-from bert_tf.settings import setting
+from bert_tf.settings import NOTED, STREAM, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("none", "bf16", "fp16")
@@ -24,14 +24,14 @@ MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
 class ExecutionConfig:
   """Where and how the steps run: seed, distribution, precision, compilation."""
 
-  seed: int = setting(0, "Seed of the data stream and the initial weights.")
-  strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES)
-  tpu: str = setting("", "TPU name or address for --strategy=tpu.")
+  seed: int = setting(0, "Seed of the data stream and the initial weights.", change=STREAM)
+  strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES, change=NOTED)
+  tpu: str = setting("", "TPU name or address for --strategy=tpu.", change=NOTED)
   mixed_precision: str = setting(
       "none", "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, logits and "
-      "losses stay float32.", choices=PRECISIONS)
+      "losses stay float32.", choices=PRECISIONS, change=NOTED)
   jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
-                              "under any tf.distribute strategy unless asked).")
+                              "under any tf.distribute strategy unless asked).", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,21 +39,23 @@ class OptimizerConfig:
   """The optimizer, the batch of one update and the learning-rate schedule."""
 
   optimizer: str = setting("adamw", "adamw (BERT's), or lamb for large batches (the paper's "
-                           "trust ratio).", choices=OPTIMIZERS)
+                           "trust ratio).", choices=OPTIMIZERS, change=NOTED)
   global_batch_size: int = setting(16, "Examples per optimizer update, across all replicas "
-                                   "and accumulated parts.")
+                                   "and accumulated parts.", change=NOTED)
   gradient_accumulation_steps: int = setting(
       1, "Parts each replica's batch is split into, their gradients summed before one update: "
-      "the same update in less memory.")
+      "the same update in less memory.", change=NOTED)
   train_steps: int = setting(2000, "Train until this optimizer update (counted from the first "
-                             "phase's start when going on from another run).")
+                             "phase's start when going on from another run).", change=NOTED)
   decay_steps: int = setting(0, "The update at which the learning rate reaches 0 (0: "
-                             "--train_steps). Phase 1 of a two-phase run stops before it.")
-  learning_rate: float = setting(1e-3, "Peak learning rate.")
-  warmup_steps: int = setting(200, "Linear warm-up steps.")
-  weight_decay: float = setting(0.01, "Decoupled weight decay (not on layer norms and biases).")
+                             "--train_steps). Phase 1 of a two-phase run stops before it.",
+                             change=NOTED)
+  learning_rate: float = setting(1e-3, "Peak learning rate.", change=NOTED)
+  warmup_steps: int = setting(200, "Linear warm-up steps.", change=NOTED)
+  weight_decay: float = setting(0.01, "Decoupled weight decay (not on layer norms and biases).",
+                                change=NOTED)
   clip_norm: float = setting(1.0, "Clip the global batch's gradient to this global norm (0: no "
-                             "clipping).")
+                             "clipping).", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,28 +69,30 @@ class TrainConfig(OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
   """
 
   model_dir: str = setting("runs/quickstart", "Checkpoints, TensorBoard logs, flags.txt, "
-                           "metrics.json and export/.")
+                           "metrics.json and export/.", change=NOTED)
   eval_files: str = setting("", "Held-out corpus evaluated while training and at the end (same "
-                            "forms as --input_files).")
+                            "forms as --input_files).", change=NOTED)
   eval_fraction: float = setting(
       0.0, "Instead of --eval_files: hold out this share of the training corpus's documents, "
       "chosen by a hash of each document's text (never trained on, whatever the shard or "
-      "epoch), and evaluate on them.")
+      "epoch), and evaluate on them.", change=STREAM)
   eval_every: int = setting(0, "Steps between held-out evaluations, a multiple of "
-                            "--checkpoint_every (0: every checkpoint).")
+                            "--checkpoint_every (0: every checkpoint).", change=NOTED)
   eval_steps: int = setting(50, "Batches measured for the final metrics and each held-out "
-                            "evaluation.")
-  steps_per_execution: int = setting(1, "Train steps per call into the graph.")
+                            "evaluation.", change=NOTED)
+  steps_per_execution: int = setting(1, "Train steps per call into the graph.", change=NOTED)
   checkpoint_every: int = setting(500, "Steps between checkpoints (a re-run resumes from the "
-                                  "last one).")
-  keep_checkpoints: int = setting(3, "Checkpoints kept.")
+                                  "last one).", change=NOTED)
+  keep_checkpoints: int = setting(3, "Checkpoints kept.", change=NOTED)
   on_nan: str = setting(
       "stop", "On a non-finite loss: stop (nothing saved), or roll back to the last checkpoint "
-      f"and go on after the offending batches (at most {MAX_ROLLBACKS} times).", choices=ON_NAN)
+      f"and go on after the offending batches (at most {MAX_ROLLBACKS} times).", choices=ON_NAN,
+      change=NOTED)
   log_every: int = setting(
       20, "Steps between training scalars (TensorBoard, history.jsonl, the progress line): "
-      "each the mean over those steps only, at the global step.")
+      "each the mean over those steps only, at the global step.", change=NOTED)
   peak_tflops: float = setting(0.0, "The device's dense peak TFLOP/s at this precision, all "
-                               "devices together: model-FLOPs utilisation is logged with it.")
+                               "devices together: model-FLOPs utilisation is logged with it.",
+                               change=NOTED)
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
-                          "terminal, a line every few steps otherwise.")
+                          "terminal, a line every few steps otherwise.", change=NOTED)

@@ -1,7 +1,9 @@
 """The training itself: `model.fit` over the training stream, one Keras epoch per checkpoint
 interval, until `train_steps`; with --on_nan=rollback, a non-finite loss rolls back to the
-last checkpoint and training goes on after the offending batches."""
+last checkpoint and training goes on after the offending batches; input that fails mid-run
+stops it with a checkpoint of the current step."""
 
+import contextlib
 import logging
 import os
 
@@ -10,8 +12,8 @@ import keras
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.model.flops import model_flops_per_sequence
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, datasets, evaluation, optimization, progress
-from bert_tf.training import run_time
+from bert_tf.training import checkpointing, datasets, evaluation, failures, optimization
+from bert_tf.training import progress, run_time
 from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -56,6 +58,22 @@ class Watchers:
             *self._after_guard]
 
 
+@contextlib.contextmanager
+def _input_failures_saved(checkpointer: checkpointing.Checkpointer):
+  """A read of the corpus or the held-out data that fails (a file removed, a permission lost,
+  a remote read error) stops training with a checkpoint of the current step: the model is
+  fine, only its input failed, and the data position is the last example trained on."""
+  try:
+    yield
+  except failures.INPUT_ERRORS as e:
+    step = checkpointer.step
+    if checkpointer.latest_step != step:
+      checkpointer.save()
+    raise checkpointing.TrainingStopped(
+        f"could not read the input at step {step}: {failures.describe(e)}; saved at step "
+        f"{step}: once the file is back, re-run the command to go on") from None
+
+
 def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_position,
         config: TrainConfig, vocabulary: Vocabulary, strategy, watchers: Watchers) -> None:
   """Trains from the checkpointer's step to `train_steps`, saving every `checkpoint_every`
@@ -70,9 +88,10 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
   while checkpointer.step < config.train_steps:
     epochs, steps_per_epoch = checkpointing.intervals(
         checkpointer.step, config.train_steps, config.checkpoint_every)
-    model.fit(datasets.training_stream(config, vocabulary, strategy, data_position),
-              epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
-              callbacks=watchers.callbacks(guard))
+    with _input_failures_saved(checkpointer):
+      model.fit(datasets.training_stream(config, vocabulary, strategy, data_position),
+                epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
+                callbacks=watchers.callbacks(guard))
     if guard.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
       rollbacks += 1
       bad_step = checkpointer.step

@@ -15,7 +15,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import is_huggingface_directory
 from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
-from bert_tf.training import checkpointing, evaluation
+from bert_tf.training import checkpointing, evaluation, failures
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
 
@@ -46,8 +46,10 @@ def _check_model_dir(model_dir: str) -> None:
     probe = os.path.join(model_dir, ".write_test")
     files.write_text(probe, "")
     tf.io.gfile.remove(probe)
-  except (OSError, tf.errors.OpError) as e:
+  except OSError as e:
     raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
+  except tf.errors.OpError as e:
+    raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
 
 
 def _check_init_checkpoint(path: str) -> None:

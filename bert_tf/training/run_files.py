@@ -1,7 +1,7 @@
 """The files that make a model_dir stand alone: the model's shape (`bert_config.json`), its
-vocabulary, the run's settings (`train_config.json`) and its command line as a flagfile
-(`flags.txt`). Exports and fine-tuning read them; they are written once the checkpoint (if
-any) is known to fit the model."""
+vocabulary, the run's settings (`train_config.json`), its corpus's fingerprint (`corpus.json`,
+see `run_changes`) and its command line as a flagfile (`flags.txt`). Exports and fine-tuning
+read them; they are written once the checkpoint (if any) is known to fit the model."""
 
 import dataclasses
 import os
@@ -10,6 +10,7 @@ from bert_tf import files
 from bert_tf.config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
+from bert_tf.training import run_changes
 from bert_tf.training.config import TrainConfig
 
 FLAGS_FILE = "flags.txt"
@@ -20,6 +21,7 @@ def write_run_files(config: TrainConfig, bert_config: BertConfig, vocabulary: Vo
   bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
   files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
                    dataclasses.asdict(config))
+  run_changes.write_corpus_fingerprint(config)
   vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
   if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
     files.copy(vocabulary.path, vocab_copy)

@@ -1,10 +1,10 @@
 """`train`: one pre-training run from a `TrainConfig`, usable from a notebook or `train.py`.
 
 The story of a run, each step in its own module: take the model_dir (`run_lock`), check every
-input and learn the vocabulary if asked (`preparation`), build the model under the strategy,
-resume or initialise its weights (`initialisation`), write the files that make the model_dir
-stand alone (`run_files`), train (`fitting`) and finish: final figures and the serving
-SavedModel (`finishing`).
+input and learn the vocabulary if asked (`preparation`), compare the run with the model_dir's
+last one (`run_changes`), build the model under the strategy, resume or initialise its weights
+(`initialisation`), write the files that make the model_dir stand alone (`run_files`), train
+(`fitting`) and finish: final figures and the serving SavedModel (`finishing`).
 """
 
 import dataclasses
@@ -15,7 +15,7 @@ import keras
 from bert_tf.data.data_position import DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training import checkpointing, finishing, fitting, initialisation, optimization
-from bert_tf.training import precision, preparation, run_files, run_lock
+from bert_tf.training import precision, preparation, run_changes, run_files, run_lock
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.training.config import TrainConfig
 
@@ -33,6 +33,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
     vocabulary, bert_config = preparation.prepare(config)
+    changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     strategy_lib.check_batch_size(strategy, config.global_batch_size,
                                   config.gradient_accumulation_steps)
     keras.utils.set_random_seed(config.seed)
@@ -45,6 +46,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, model.optimizer,
           keep=config.keep_checkpoints, data_position=data_position.last_consumed)
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
+      changes.restart_stream(data_position, checkpointer.step)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
     watchers = fitting.Watchers(config, vocabulary, bert_config)
     fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, watchers)

@@ -1,0 +1,152 @@
+"""What changed since a model_dir last trained, and what a re-run on it does about each change.
+
+A re-run on a model_dir that has a checkpoint compares its settings with the model_dir's
+(`train_config.json`, written by `run_files`), its model with `bert_config.json` and
+`vocab.txt`, and its training corpus with the fingerprint `corpus.json` (each file's size and
+modification time, as `tf.io.gfile.stat` gives them on any file system). Each difference is one
+line, and each setting declares what changing it does (`change=` in its `setting(...)`):
+- model (--config, the vocabulary): the checkpoints hold another model: an error;
+- stream (the corpus, seq_length, masking, NSP, the seed, ...): the recorded data position
+  indexes the old stream of examples, so the stream starts afresh at the first piece of the
+  next epoch of the new one, and a line says so (phase 2 on phase 1's model_dir goes this way);
+- noted (train_steps, the learning rate, evaluation, checkpointing, ...): said, nothing else.
+The table: docs/reliability.md.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+from bert_tf import files, settings
+from bert_tf.config import BertConfig
+from bert_tf.data import corpus, stream_position
+from bert_tf.data.data_position import DataPosition
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export import trained
+from bert_tf.training import checkpointing
+from bert_tf.training.config import TrainConfig
+
+log = logging.getLogger("bert_tf")
+
+CORPUS_FILE = "corpus.json"  # under model_dir: {path: [size, modification time in ns]}
+_DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")  # --dropout, noted
+_MEANING = {settings.STREAM: "a new stream", settings.MODEL: "the same model",
+            settings.NOTED: "noted"}
+_NAMES_SHOWN = 5  # files named in a line about the corpus, before "and N more"
+
+
+def corpus_fingerprint(config: TrainConfig) -> dict[str, list[int]]:
+  """Each training file's size and modification time."""
+  stats = {path: tf.io.gfile.stat(path)
+           for path in corpus.list_files(config.input_files, config.data_dir)}
+  return {path: [stat.length, stat.mtime_nsec] for path, stat in stats.items()}
+
+
+def write_corpus_fingerprint(config: TrainConfig) -> None:
+  files.write_json(os.path.join(config.model_dir, CORPUS_FILE), corpus_fingerprint(config))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunChanges:
+  """The outcome of `compare`: whether the stream of examples changed, and where it stood."""
+
+  stream_changed: bool = False
+
+  def restart_stream(self, data_position: DataPosition, step: int) -> None:
+    """After the restore: a changed stream starts at the next epoch's first example."""
+    if not self.stream_changed:
+      return
+    consumed = data_position.last_consumed.numpy()
+    epoch = max(stream_position.decode(key)[0] for key in consumed) + 1 if (
+        consumed >= 0).any() else 0
+    data_position.last_consumed.assign(
+        tf.fill(consumed.shape, tf.constant(stream_position.encode(epoch, 0, 0) - 1, tf.int64)))
+    log.info("The stream of examples changed: step %d trains on it from the start of its "
+             "epoch %d, not where the old stream stood", step, epoch)
+
+
+def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary) -> RunChanges:
+  """Compares this run with the model_dir's last one (nothing to compare before its first
+  checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
+  recorded_settings = _read_json(trained.TRAIN_CONFIG_FILE, config.model_dir)
+  if not (checkpointing.is_training_directory(config.model_dir) and recorded_settings):
+    return RunChanges()
+  model_lines = _model_differences(config.model_dir, bert_config, vocabulary)
+  if model_lines:
+    raise UserError(f"the model differs from the one {config.model_dir} trained "
+                    f"({'; '.join(model_lines)}): its checkpoints cannot go on as another "
+                    "model; use a new --model_dir")
+  recorded_corpus = _read_json(CORPUS_FILE, config.model_dir)
+  differences = (_corpus_differences(recorded_corpus, corpus_fingerprint(config))
+                 if recorded_corpus else [])
+  for field, before, after in _setting_differences(recorded_settings, config):
+    change = field.metadata["change"]
+    if field.name == "input_files" and recorded_corpus:
+      change = settings.NOTED  # the fingerprint says whether the files changed
+    differences.append((f"{field.name} {_shown(before)} -> {_shown(after)}", change))
+  for line, change in differences:
+    log.info("Changed since %s last trained: %s (%s)", config.model_dir, line, _MEANING[change])
+  return RunChanges(any(change == settings.STREAM for _, change in differences))
+
+
+def _read_json(name: str, model_dir: str) -> dict | None:
+  path = os.path.join(model_dir, name)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f)
+
+
+def _model_differences(model_dir: str, bert_config: BertConfig,
+                       vocabulary: Vocabulary) -> list[str]:
+  """Lines naming what differs between this run's model and the model_dir's."""
+  lines = []
+  config_file = os.path.join(model_dir, trained.CONFIG_FILE)
+  if tf.io.gfile.exists(config_file):
+    before = BertConfig.from_json_file(config_file).to_dict()
+    after = bert_config.to_dict()
+    lines += [f"{key} {before.get(key)} -> {after.get(key)}" for key in sorted(after)
+              if key not in _DROPOUT and before.get(key) != after.get(key)]
+  vocab_copy = os.path.join(model_dir, trained.VOCAB_FILE)
+  if tf.io.gfile.exists(vocab_copy) and Vocabulary(vocab_copy).tokens != vocabulary.tokens:
+    lines.append(f"the vocabulary {vocabulary.path} is not the one it trained with "
+                 f"({vocab_copy})")
+  return lines
+
+
+def _corpus_differences(before: dict, after: dict) -> list[tuple[str, str]]:
+  """(line, change) for the files added, removed and resized (each a new stream), and for
+  those only modified (the same size: noted, so that a file put back resumes exactly)."""
+  common = sorted(set(before) & set(after))
+  resized = [f"{path} ({before[path][0]:,} -> {after[path][0]:,} bytes)" for path in common
+             if before[path][0] != after[path][0]]
+  touched = [path for path in common
+             if before[path][0] == after[path][0] and before[path] != after[path]]
+  kinds = (("corpus files added", sorted(set(after) - set(before)), settings.STREAM),
+           ("corpus files removed", sorted(set(before) - set(after)), settings.STREAM),
+           ("corpus files changed size", resized, settings.STREAM),
+           ("corpus files modified, the same size", touched, settings.NOTED))
+  return [(f"{kind}: {_listed(names)}", change) for kind, names, change in kinds if names]
+
+
+def _listed(names: list[str]) -> str:
+  more = len(names) - _NAMES_SHOWN
+  return ", ".join(names[:_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _setting_differences(recorded: dict, config: TrainConfig):
+  """(field, recorded value, this run's value) for each setting that differs; a setting the
+  model_dir has no record of (it predates the setting) counts as its default."""
+  for field in settings.declared(TrainConfig):
+    before = recorded.get(field.name, field.default)
+    after = getattr(config, field.name)
+    if before != after:
+      yield field, before, after
+
+
+def _shown(value) -> str:
+  return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,37 @@
+"""TensorFlow's file-system errors in words: the graph context dropped, the file and the
+operating system's reason kept, a full disk said as such."""
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.training import failures
+
+
+@pytest.mark.parametrize("error, described", [
+    (tf.errors.NotFoundError(None, None, (  # as the training step's iterator raises it
+        "Graph execution error:\n\nDetected at node IteratorGetNext defined at (most recent "
+        "call last):\n  File \"train.py\", line 61, in <module>\n\n  File \"fitting.py\", "
+        "line 71, in fit\n\n/data/b.txt; No such file or directory\n\t [[{{node "
+        "IteratorGetNext}}]] [Op:__inference_multi_step_on_iterator_4242]")),
+     "/data/b.txt: No such file or directory"),
+    (tf.errors.ResourceExhaustedError(None, None, (
+        "{{function_node __wrapped__SaveV2_dtypes_149_device_/job:localhost/replica:0/task:0/"
+        "device:CPU:0}} /runs/x/ckpt-2_temp/part-00000-of-00001.data-00000-of-00001"
+        ".tempstate1; No space left on device [Op:SaveV2]")),
+     "no space left on the device"),
+    (tf.errors.FailedPreconditionError(None, None, "/mnt/ro/x; Read-only file system"),
+     "the file system is read-only"),
+    (tf.errors.PermissionDeniedError(None, None, "/data/b.txt; Permission denied"),
+     "/data/b.txt: Permission denied"),
+    (tf.errors.UnknownError(None, None, ""), "UnknownError"),
+])
+def test_describe_keeps_the_file_and_the_reason(error, described):
+  assert failures.describe(error) == described
+
+
+def test_real_read_error_in_a_graph_function_is_described_with_its_file(tmp_path):
+  missing = str(tmp_path / "gone.txt")
+  iterator = iter(tf.data.FixedLengthRecordDataset(missing, 1))
+  with pytest.raises(failures.INPUT_ERRORS) as raised:
+    tf.function(lambda: iterator.get_next())()
+  assert failures.describe(raised.value) == f"{missing}: No such file or directory"

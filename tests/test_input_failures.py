@@ -1,0 +1,109 @@
+"""Input that fails mid-run: a corpus file (or the held-out file) removed while a real
+training process reads it. The run stops with one line naming the file and the step, a
+checkpoint of that step, exit status 1; put back, the same command resumes exactly.
+
+The corpus is small (two files of 2 documents, an epoch in fewer than 10 steps), so that the
+training stream reads its files again within the run: a file removed after the first
+checkpoint is missed at the next epoch, or, for the held-out file, at the next evaluation
+(every 4 steps).
+"""
+
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN_STEPS = 24
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, corpus_pattern):
+  """Two training files and a held-out one, of 2 documents each (some 10 kB), from the
+  built-in corpus."""
+  first = sorted(glob.glob(corpus_pattern))[0]
+  documents = open(first).read().split("\n\n")
+  directory = tmp_path_factory.mktemp("small_corpus")
+  for i, name in enumerate(("a.txt", "b.txt", "held_out.txt")):
+    (directory / name).write_text("\n\n".join(documents[2 * i:2 * (i + 1)]) + "\n")
+  return directory
+
+
+def command(corpus, model_dir, data_dir, vocab_file):
+  return [sys.executable, "train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+          f"--model_dir={model_dir}", f"--input_files={corpus / 'a.txt'},{corpus / 'b.txt'}",
+          f"--eval_files={corpus / 'held_out.txt'}", "--config=bert_tiny", "--seq_length=32",
+          "--max_predictions_per_seq=5", "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}",
+          "--checkpoint_every=2", "--eval_every=4", "--warmup_steps=2", "--eval_steps=1",
+          "--verbose=0", "--seed=7"]
+
+
+def weights(model_dir):
+  values = {}
+  with h5py.File(os.path.join(model_dir, "model.weights.h5")) as f:
+    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
+                 if isinstance(item, h5py.Dataset) else None)
+  return values
+
+
+def latest_checkpoint(model_dir) -> str:
+  index = os.path.join(model_dir, "checkpoints", "checkpoint")
+  return open(index).read() if os.path.exists(index) else ""
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, corpus, data_dir, vocab_file):
+  model_dir = str(tmp_path_factory.mktemp("uninterrupted") / "run")
+  result = subprocess.run(command(corpus, model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return weights(model_dir)
+
+
+@pytest.mark.parametrize("removed", ["b.txt", "held_out.txt"])
+def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
+    uninterrupted, corpus, tmp_path, data_dir, vocab_file, removed):
+  model_dir = str(tmp_path / "run")
+  run = command(corpus, model_dir, data_dir, vocab_file)
+  process = subprocess.Popen(run, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+  start = time.time()
+  while 'model_checkpoint_path: "ckpt-2"' not in latest_checkpoint(model_dir):
+    assert process.poll() is None, process.stderr.read()[-3000:]
+    assert time.time() - start < 600, "ckpt-2 never became the latest"
+    time.sleep(0.05)
+  path = corpus / removed
+  os.rename(path, tmp_path / removed)  # the file is gone while the run reads on
+  try:
+    _, stderr = process.communicate(timeout=600)
+  except subprocess.TimeoutExpired:
+    process.send_signal(signal.SIGKILL)
+    raise
+  finally:
+    os.rename(tmp_path / removed, path)  # back, with its size and modification time
+  assert process.returncode == 1, stderr[-3000:]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  stopped = re.search(rf"stopped: could not read the input at step (\d+): {re.escape(str(path))}"
+                      r": No such file or directory; saved at step (\d+): once the file is "
+                      r"back, re-run the command to go on", stderr)
+  assert stopped, stderr[-3000:]
+  step = int(stopped.group(1))
+  assert 2 <= step < TRAIN_STEPS and int(stopped.group(2)) == step
+  assert f'model_checkpoint_path: "ckpt-{step}"' in latest_checkpoint(model_dir)
+
+  result = subprocess.run(run, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert f"Resumed from the checkpoint at step {step}" in result.stderr
+  assert "Changed since" not in result.stderr  # the same files: no new stream
+  resumed = weights(model_dir)
+  assert sorted(resumed) == sorted(uninterrupted)
+  for name in uninterrupted:
+    np.testing.assert_allclose(resumed[name], uninterrupted[name], atol=1e-5, err_msg=name)
