@@ -126,7 +126,7 @@ def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
     accuracy = _accuracy(model, tokenizer, dev_texts, dev_ids, seq_length, batch_size)
     best = max(best, accuracy)
     if verbose:
-      print(f"epoch {epoch}: step {step}, loss {float(loss):.4f}, dev accuracy {accuracy:.4f}")
+      print(f"epoch {epoch}: step {step}, loss {loss.item():.4f}, dev accuracy {accuracy:.4f}")
     if max_steps is not None and step >= max_steps:
       break
   return best
