@@ -235,7 +235,11 @@ NFKC_FOLDED = {
 # is [UNK] unless the vocabulary has the space in it); format characters separate words there,
 # original BERT deletes them.
 NOT_SEPARATED = {"no\u00a0break": "[UNK]", "go\u3000on": "[UNK]",
-                 "zero\u200bwidth": "z ##e ##r ##o w ##i ##d ##t ##h"}
+                 "zero\u200bwidth": "z ##e ##r ##o w ##i ##d ##t ##h",
+                 "soft\u00adhyphen": "s ##o ##f ##t h ##y ##p ##h ##e ##n",
+                 "nul\x00byte": "n ##u ##l b ##y ##t ##e",
+                 # keras-hub's WordPiece takes words of up to 100 bytes, ours 200.
+                 "a" * 101: "[UNK]"}
 
 
 def character_vocabulary(path, texts, lower_case):
