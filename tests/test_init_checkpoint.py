@@ -109,21 +109,31 @@ def test_train_py_prints_it_as_one_line_with_exit_status_2(sources, data_dir, vo
       "error: " + message.format(root=sources))
 
 
-def test_googles_config_keys_in_train_py_init_checkpoint_and_export(
-    tmp_path, config, data_dir, vocab_file, write_tf1_checkpoint):
+@pytest.fixture(scope="module")
+def google_run(tmp_path_factory, config, data_dir, vocab_file, write_tf1_checkpoint):
   """A checkpoint as Google publishes it (bert_config.json with its extra keys beside it),
-  given to train.py as --config and --init_checkpoint, then exported from a model_dir whose
-  bert_config.json is Google's file."""
-  published = tmp_path / "published"
+  given to train.py as --config and --init_checkpoint: (its directory, the model_dir, the
+  train.py process)."""
+  root = tmp_path_factory.mktemp("google")
+  published = root / "published"
   write_tf1_checkpoint(model_state(pretraining_model(config), config), config, str(published))
+  (published / "bert_config.json").write_text(
+      json.dumps({**config.to_dict(), **GOOGLE_EXTRA_KEYS}, indent=2))
+  model_dir = root / "run"
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={model_dir}", *TINY, f"--config={published / 'bert_config.json'}",
+                f"--init_checkpoint={published}"])
+  return published, model_dir, result
+
+
+def test_googles_config_keys_in_train_py_init_checkpoint_and_export(google_run, tmp_path,
+                                                                    data_dir, vocab_file):
+  """Then exported from a model_dir whose bert_config.json is Google's file; a key that would
+  change the model is still refused."""
+  published, model_dir, trained = google_run
   google_config = published / "bert_config.json"
-  google_config.write_text(json.dumps({**config.to_dict(), **GOOGLE_EXTRA_KEYS}, indent=2))
   ignored = (f"Ignored in {google_config} (they do not change the model): "
              + ", ".join(sorted(GOOGLE_EXTRA_KEYS)))
-  model_dir = tmp_path / "run"
-  trained = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                 f"--model_dir={model_dir}", *TINY, f"--config={google_config}",
-                 f"--init_checkpoint={published}"])
   assert trained.returncode == 0, trained.stderr[-3000:]
   assert ignored in trained.stderr and f"Initialising from {published}" in trained.stderr
   shutil.copy(google_config, model_dir / "bert_config.json")
@@ -131,9 +141,24 @@ def test_googles_config_keys_in_train_py_init_checkpoint_and_export(
                   f"--output={tmp_path / 'hf'}"])
   assert exported.returncode == 0, exported.stderr[-3000:]
   assert (tmp_path / "hf" / "model.safetensors").exists()
-  with_model_key = {**config.to_dict(), **GOOGLE_EXTRA_KEYS, "embedding_size": 64}
-  google_config.write_text(json.dumps(with_model_key))
+  with_model_key = tmp_path / "bert_config.json"
+  with_model_key.write_text(json.dumps({**json.loads(google_config.read_text()),
+                                        "embedding_size": 64}))
   refused = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                 f"--model_dir={tmp_path / 'refused'}", *TINY, f"--config={google_config}"])
+                 f"--model_dir={tmp_path / 'refused'}", *TINY, f"--config={with_model_key}"])
   assert refused.returncode == 2 and "Traceback" not in refused.stderr
   assert re.search(r"error: config file .* has unknown keys: embedding_size \(", refused.stderr)
+
+
+def test_a_bert_tf_model_dir_of_another_model_is_one_line(google_run, tmp_path, data_dir,
+                                                          vocab_file):
+  _, model_dir, _ = google_run
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path / 'run'}", *TINY, "--config=bert_mini",
+                f"--init_checkpoint={model_dir}"])
+  print(result.stderr.strip().splitlines()[-1])
+  assert result.returncode == 2 and "Traceback" not in result.stderr
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"error: --init_checkpoint {model_dir} is another model than --config: its "
+      f"{model_dir}/bert_config.json has hidden_size 128 (not 256), num_hidden_layers 2 (not 4), "
+      "num_attention_heads 2 (not 4), intermediate_size 512 (not 1024)")

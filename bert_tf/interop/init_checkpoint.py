@@ -1,7 +1,7 @@
-"""What `--init_checkpoint` points at, checked before the model is built: an original BERT
-checkpoint or a Hugging Face directory that makes the model `--config` makes, or a bert_tf
-model_dir (whose fit its checkpoint's restore checks). Every way such a path can be wrong is
-one line naming the problem (and, when the path is no checkpoint at all, the kinds taken)."""
+"""What `--init_checkpoint` points at, checked before the model is built: a bert_tf model_dir,
+an original BERT checkpoint or a Hugging Face directory, each of the model `--config` makes.
+Every way such a path can be wrong is one line naming the problem (and, when the path is no
+checkpoint at all, the kinds taken)."""
 
 import os
 
@@ -53,11 +53,25 @@ def _check_huggingface(path: str, config: BertConfig) -> None:
                     f"{huggingface.WEIGHTS} (only safetensors weights are read{found})")
 
 
+def _check_model_dir(path: str, config: BertConfig) -> None:
+  """A bert_tf model_dir's bert_config.json (written once its checkpoint fitted) makes the
+  model `config` makes; one without it is left to the checkpoint's restore."""
+  config_path = os.path.join(path, "bert_config.json")
+  if tf.io.gfile.exists(config_path):
+    different = BertConfig.from_json_file(config_path).differences(config)
+    if different:
+      raise UserError(f"--init_checkpoint {path} is another model than --config: its "
+                      f"{config_path} has {different}")
+
+
 def check(path: str, config: BertConfig) -> None:
-  """Raises a one-line UserError unless `path` is empty, a bert_tf model_dir, or a checkpoint
-  that `load` reads into a model of `config`."""
+  """Raises a one-line UserError unless `path` is empty, a bert_tf model_dir of a model of
+  `config`, or a checkpoint that `load` reads into one."""
   from bert_tf.training.checkpointing import is_training_directory
-  if not path or is_training_directory(path):
+  if not path:
+    return
+  if is_training_directory(path):
+    _check_model_dir(path, config)
     return
   if huggingface.is_huggingface_directory(path):
     _check_huggingface(path, config)
