@@ -53,8 +53,8 @@ class BertConfig:
     return dataclasses.replace(self, **changes)
 
   def differences(self, other: "BertConfig") -> str:
-    """The fields that shape the model on which `other` differs, as `name value (other's)`;
-    "" when the two make the same model (dropout and initialisation do not count)."""
+    """The fields shaping the model on which `other` differs, as `name ours (not theirs)`; ""
+    when the two make the same model (dropout and initialisation do not count)."""
     return ", ".join(
         f"{name} {getattr(self, name)} (not {getattr(other, name)})" for name in (
             "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -90,6 +90,7 @@ class BertConfig:
     if ignored:
       log.info("Ignored in %s (they do not change the model): %s", path, ", ".join(ignored))
     return cls(**{name: value for name, value in values.items() if name in known})
+
 
 def _small_bert(layers: int, hidden: int) -> BertConfig:
   # The 24 small BERTs (Turc et al., 2019): 64-dimensional heads, 4x feed-forward.

@@ -140,6 +140,7 @@ def test_googles_config_keys_in_train_py_init_checkpoint_and_export(google_run, 
   exported = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
                   f"--output={tmp_path / 'hf'}"])
   assert exported.returncode == 0, exported.stderr[-3000:]
+  assert f"Ignored in {model_dir / 'bert_config.json'} (they do not change" in exported.stderr
   assert (tmp_path / "hf" / "model.safetensors").exists()
   with_model_key = tmp_path / "bert_config.json"
   with_model_key.write_text(json.dumps({**json.loads(google_config.read_text()),

@@ -86,10 +86,8 @@ def read_config(directory: str) -> BertConfig:
     raise UserError(f"{directory} is not a BERT model (model_type {kind!r} in {path})")
   if values.get("hidden_act", "gelu") != "gelu":
     raise UserError(f"{directory} uses hidden_act {values['hidden_act']!r}; only 'gelu'")
-  missing = [name for name in _CONFIG_FIELDS if name not in values]
-  if missing:
-    raise UserError(f"{path} lacks {', '.join(missing)}")
-  return BertConfig(**{name: values[name] for name in _CONFIG_FIELDS})
+  # A field left out takes transformers' default, which is ours.
+  return BertConfig(**{name: values[name] for name in _CONFIG_FIELDS if name in values})
 
 
 def check_config(directory: str, config: BertConfig) -> None:
