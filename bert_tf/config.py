@@ -2,11 +2,20 @@
 
 import dataclasses
 import json
+import logging
 
 import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")
+
+# Keys of Google's released Chinese and multilingual `bert_config.json` files that original
+# BERT's `BertConfig.from_dict` reads and its model never uses (they describe a pooler that was
+# not built): they change nothing here either, so they are ignored, and said to be.
+IGNORED_KEYS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
+                "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +52,15 @@ class BertConfig:
   def replace(self, **changes) -> "BertConfig":
     return dataclasses.replace(self, **changes)
 
+  def differences(self, other: "BertConfig") -> str:
+    """The fields shaping the model on which `other` differs, as `name ours (not theirs)`; ""
+    when the two make the same model (dropout and initialisation do not count)."""
+    return ", ".join(
+        f"{name} {getattr(self, name)} (not {getattr(other, name)})" for name in (
+            "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+            "intermediate_size", "max_position_embeddings", "type_vocab_size")
+        if getattr(self, name) != getattr(other, name))
+
   def to_dict(self) -> dict:
     return dataclasses.asdict(self)
 
@@ -51,7 +69,8 @@ class BertConfig:
 
   @classmethod
   def from_json_file(cls, path: str) -> "BertConfig":
-    """Reads an original-format `bert_config.json`; unknown keys are an error."""
+    """Reads an original-format `bert_config.json`. The keys of `IGNORED_KEYS` are ignored
+    (one log line names them); any other unknown key may change the model: an error."""
     if not tf.io.gfile.exists(path):
       raise UserError(f"config file not found: {path}")
     with tf.io.gfile.GFile(path) as f:
@@ -59,11 +78,18 @@ class BertConfig:
         values = json.load(f)
       except json.JSONDecodeError as e:
         raise UserError(f"config file {path} is not valid JSON: {e}") from None
+    if not isinstance(values, dict):
+      raise UserError(f"config file {path} is not a JSON object")
     known = {field.name for field in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
+    unknown = sorted(set(values) - known - set(IGNORED_KEYS))
     if unknown:
-      raise UserError(f"config file {path} has unknown keys: {', '.join(unknown)}")
-    return cls(**values)
+      raise UserError(f"config file {path} has unknown keys: {', '.join(unknown)} (keys that "
+                      "would change the model are not ignored; this model has "
+                      f"{', '.join(sorted(known))})")
+    ignored = sorted(set(values) & set(IGNORED_KEYS))
+    if ignored:
+      log.info("Ignored in %s (they do not change the model): %s", path, ", ".join(ignored))
+    return cls(**{name: value for name, value in values.items() if name in known})
 
 
 def _small_bert(layers: int, hidden: int) -> BertConfig:

@@ -29,3 +29,43 @@ def vocab_file(data_dir, corpus_pattern):
   path = os.path.join(data_dir, "vocab.txt")
   build_vocabulary(corpus_pattern, path, vocab_size=8000)
   return path
+
+
+def _write_tf1_checkpoint(state, config, directory, extra=()):
+  """An original-BERT-format checkpoint (TF1 variable names, `bert_model.ckpt` and
+  `bert_config.json` in `directory`) made from a canonical state; returns its variable names."""
+  import tensorflow as tf
+  variables = {}
+  for name, value in state.items():
+    if name == "cls.predictions.bias":
+      variables["cls/predictions/output_bias"] = value
+    elif name.startswith("cls.seq_relationship."):
+      variables["cls/seq_relationship/output_" + (
+          "weights" if name.endswith("weight") else "bias")] = value
+    else:
+      parts = name.replace("layer.", "layer_").split(".")
+      is_embedding = parts[-2].endswith("_embeddings")
+      if is_embedding:
+        variables["/".join(parts[:-1])] = value
+      elif parts[-2] == "LayerNorm":
+        variables["/".join(parts[:-1]) + ("/gamma" if parts[-1] == "weight" else "/beta")] = value
+      else:
+        variables["/".join(parts[:-1]) + ("/kernel" if parts[-1] == "weight" else "/bias")] = (
+            value.T if parts[-1] == "weight" else value)
+  variables.update(extra)
+  os.makedirs(directory, exist_ok=True)
+  with tf.Graph().as_default():
+    created = [tf.compat.v1.get_variable(name, initializer=tf.constant(value))
+               for name, value in variables.items()]
+    saver = tf.compat.v1.train.Saver(created)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      saver.save(session, os.path.join(directory, "bert_model.ckpt"))
+  config.to_json_file(os.path.join(directory, "bert_config.json"))
+  return sorted(variables)
+
+
+@pytest.fixture(scope="session")
+def write_tf1_checkpoint():
+  """`write_tf1_checkpoint(state, config, directory, extra={})`: see `_write_tf1_checkpoint`."""
+  return _write_tf1_checkpoint

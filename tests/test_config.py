@@ -45,3 +45,46 @@ def test_bad_configs_are_user_errors(tmp_path):
   path.write_text('{"hidden_sizes": 128}')
   with pytest.raises(UserError, match="unknown keys: hidden_sizes"):
     resolve_config(str(path), vocab_size=10)
+
+
+# bert_config.json of Google's chinese_L-12_H-768_A-12 release, key for key and value for value
+# (multilingual_L-12_H-768_A-12 and multi_cased_L-12_H-768_A-12 differ only in vocab_size).
+GOOGLE_CHINESE_CONFIG = {
+    "attention_probs_dropout_prob": 0.1,
+    "directionality": "bidi",
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "max_position_embeddings": 512,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "pooler_fc_size": 768,
+    "pooler_num_attention_heads": 12,
+    "pooler_num_fc_layers": 3,
+    "pooler_size_per_head": 128,
+    "pooler_type": "first_token_transform",
+    "type_vocab_size": 2,
+    "vocab_size": 21128,
+}
+
+
+def test_googles_chinese_and_multilingual_configs_load_as_published(tmp_path, caplog):
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps(GOOGLE_CHINESE_CONFIG, indent=2))
+  with caplog.at_level("INFO", logger="bert_tf"):
+    config = resolve_config(str(path), vocab_size=21128)
+  assert config == BertConfig.from_preset("bert_base", vocab_size=21128)
+  assert [r.getMessage() for r in caplog.records] == [
+      f"Ignored in {path} (they do not change the model): directionality, pooler_fc_size, "
+      "pooler_num_attention_heads, pooler_num_fc_layers, pooler_size_per_head, pooler_type"]
+
+
+@pytest.mark.parametrize("key, value", [("num_hidden_groups", 1), ("embedding_size", 128)])
+def test_a_key_that_would_change_the_model_stays_an_error(tmp_path, key, value):
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps({**GOOGLE_CHINESE_CONFIG, key: value}))
+  with pytest.raises(UserError, match=f"has unknown keys: {key} \\(keys that would change the "
+                     "model are not ignored"):
+    resolve_config(str(path), vocab_size=21128)

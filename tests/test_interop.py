@@ -2,7 +2,6 @@
 same weights, same outputs, same token ids."""
 
 import functools
-import os
 
 import keras
 import numpy as np
@@ -13,10 +12,11 @@ import torch
 import transformers
 
 from bert_tf.config import BertConfig
-from bert_tf.data.tokenization import Vocabulary
+from bert_tf.data.normalization import BertNormalizer
+from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import export_huggingface, load_huggingface, read_huggingface
-from bert_tf.interop.keras_hub_preset import export_keras_hub
+from bert_tf.interop.keras_hub_preset import export_keras_hub, preset_tokenizer
 from bert_tf.interop.state import model_state
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
 from bert_tf.model.encoder import bert_encoder
@@ -129,39 +129,8 @@ def test_hf_round_trip_gives_identical_weights(exported, config, vocabulary, tmp
     np.testing.assert_array_equal(first[name], second[name], err_msg=name)
 
 
-def write_tf1_checkpoint(state, config, directory, extra=()):
-  """An original-BERT-format checkpoint (TF1 variable names) made from a canonical state."""
-  variables = {}
-  for name, value in state.items():
-    if name == "cls.predictions.bias":
-      variables["cls/predictions/output_bias"] = value
-    elif name.startswith("cls.seq_relationship."):
-      variables["cls/seq_relationship/output_" + (
-          "weights" if name.endswith("weight") else "bias")] = value
-    else:
-      parts = name.replace("layer.", "layer_").split(".")
-      is_embedding = parts[-2].endswith("_embeddings")
-      if is_embedding:
-        variables["/".join(parts[:-1])] = value
-      elif parts[-2] == "LayerNorm":
-        variables["/".join(parts[:-1]) + ("/gamma" if parts[-1] == "weight" else "/beta")] = value
-      else:
-        variables["/".join(parts[:-1]) + ("/kernel" if parts[-1] == "weight" else "/bias")] = (
-            value.T if parts[-1] == "weight" else value)
-  variables.update(extra)
-  os.makedirs(directory, exist_ok=True)
-  with tf.Graph().as_default():
-    created = [tf.compat.v1.get_variable(name, initializer=tf.constant(value))
-               for name, value in variables.items()]
-    saver = tf.compat.v1.train.Saver(created)
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
-      saver.save(session, os.path.join(directory, "bert_model.ckpt"))
-  config.to_json_file(os.path.join(directory, "bert_config.json"))
-  return sorted(variables)
-
-
-def test_tf1_checkpoint_to_ours_to_hf(exported, config, vocabulary, tmp_path):
+def test_tf1_checkpoint_to_ours_to_hf(exported, config, vocabulary, tmp_path,
+                                      write_tf1_checkpoint):
   source, directory = exported
   state = model_state(source, config)
   names = write_tf1_checkpoint(
@@ -179,7 +148,8 @@ def test_tf1_checkpoint_to_ours_to_hf(exported, config, vocabulary, tmp_path):
     np.testing.assert_array_equal(exported_state[name], value, err_msg=name)
 
 
-def test_tf1_checkpoint_that_does_not_fit_is_an_error(exported, config, tmp_path):
+def test_tf1_checkpoint_that_does_not_fit_is_an_error(exported, config, tmp_path,
+                                                       write_tf1_checkpoint):
   source, _ = exported
   state = model_state(source, config)
   write_tf1_checkpoint(state, config, str(tmp_path / "extra"),
@@ -191,7 +161,8 @@ def test_tf1_checkpoint_that_does_not_fit_is_an_error(exported, config, tmp_path
   with pytest.raises(UserError, match="missing bert.pooler.dense.bias"):
     load_tf1_checkpoint(pretraining_model(config), config, str(tmp_path / "missing"))
   bigger = config.replace(vocab_size=config.vocab_size + 1)
-  with pytest.raises(UserError, match="does not match the model's config"):
+  with pytest.raises(UserError, match=f"its .*bert_config.json has vocab_size {config.vocab_size} "
+                     rf"\(not {bigger.vocab_size}\)"):
     load_tf1_checkpoint(pretraining_model(bigger), bigger, str(tmp_path / "extra"))
 
 
@@ -209,7 +180,7 @@ def test_keras_hub_preset_loads_and_agrees(exported, config, vocabulary, tmp_pat
   import keras_hub
   model, _ = exported
   directory = str(tmp_path / "preset")
-  export_keras_hub(model, config, vocabulary, directory, lower_case=True)
+  export_keras_hub(model, config, vocabulary, directory, lower_case=True, seq_length=32)
   backbone = keras_hub.models.BertBackbone.from_preset(directory)
   tokenizer = keras_hub.models.BertTokenizer.from_preset(directory)
   text = SENTENCES[0][0]
@@ -226,6 +197,132 @@ def test_keras_hub_preset_loads_and_agrees(exported, config, vocabulary, tmp_pat
     with_tanh = tanh_encoder(inputs)[output].numpy()
     np.testing.assert_allclose(theirs[output].numpy(), with_tanh, atol=1e-5, err_msg=output)
     assert np.abs(encoder(inputs)[output].numpy() - with_tanh).max() > 1e-4, output
+
+
+# Accented and other non-ASCII text on which keras-hub's tokenizer, as the preset sets it, gives
+# our ids cased and uncased: Latin letters with every kind of mark, Greek, Cyrillic, Arabic,
+# Hebrew, Devanagari, Thai, CJK, kana, emoji, typographic punctuation.
+SAME_IDS = [
+    "Café naïve résumé", "Ça va? L'été à Noël, où êtes-vous? Œuvre, cœur.",
+    "Über Äpfel und Öl aus München.", "El niño pidió café, ¿sí? ¡Olé!",
+    "Coração, ação, não; São Paulo.", "Perché così? Più tardi.", "Zażółć gęślą jaźń. Łódź",
+    "Příliš žluťoučký kůň úpěl ďábelské ódy.", "Știință și țară.", "İstanbul ılık, IŞIK.",
+    "Árvíztűrő tükörfúrógép.", "Þórður og Æsa á Íslandi.", "Tiếng Việt có dấu: Đà Nẵng.",
+    "Съешь же ещё этих мягких французских булок.", "Їжак і ґудзик.", "Καλημέρα κόσμε",
+    "مرحبا بالعالم، كيف حالك؟", "שלום עולם", "नमस्ते दुनिया", "สวัสดีชาวโลก",
+    "こんにちは世界、がぎぐ。カタカナ", "Emoji 😀👍🏽 ❤️ ★ ©®",
+    "«Guillemets» „Anführung“ — dash – ‘quote’",
+    "Å Ω K e\u0301",
+]
+# Uncased only: keras-hub lower-cases with NFKC case folding (tf_text.case_fold_utf8), which
+# also folds compatibility forms and final sigmas; original BERT's str.lower() does not.
+# text -> keras-hub's pieces (ours keep the character as it is: `ß`, `ﬁ`, `ς`, `…`, ...).
+NFKC_FOLDED = {
+    "Straße": "s ##t ##r ##a ##s ##s ##e",
+    "ﬁne": "f ##i ##n ##e",
+    "ＡＢＣ１２３": "a ##b ##c ##1 ##2 ##3",
+    "中文，世界！": "中 文 , 世 界 !",
+    "Wait…": "w ##a ##i ##t . ##. ##.",
+    "½": "1 ##⁄ ##2",
+    "x²": "x ##2",
+    "①": "1",
+    "™": "t ##m",
+    "ǅ": "d ##ž",
+    "Οδυσσεύς": "ο ##δ ##υ ##σ ##σ ##ε ##υ ##σ",
+    "한국": "한 ##국",  # recomposed after NFD; ours (original BERT) keeps the jamo
+}
+# Cased and uncased: spaces other than ASCII ones do not separate words in keras-hub (the word
+# is [UNK] unless the vocabulary has the space in it); format characters separate words there,
+# original BERT deletes them.
+NOT_SEPARATED = {"no\u00a0break": "[UNK]", "go\u3000on": "[UNK]",
+                 "zero\u200bwidth": "z ##e ##r ##o w ##i ##d ##t ##h",
+                 "soft\u00adhyphen": "s ##o ##f ##t h ##y ##p ##h ##e ##n",
+                 "nul\x00byte": "n ##u ##l b ##y ##t ##e",
+                 # keras-hub's WordPiece takes words of up to 100 bytes, ours 200.
+                 "a" * 101: "[UNK]"}
+
+
+def character_vocabulary(path, texts, lower_case):
+  """Every character either tokenizer may produce from `texts`, alone and as a ## piece, so
+  that no difference hides behind [UNK]."""
+  import unicodedata
+  characters = set()
+  for text in texts:
+    ours = our_normalisation(text, lower_case)
+    characters |= set(ours) | set(text) | set(unicodedata.normalize("NFD", text))
+    characters |= set(unicodedata.normalize("NFKC", text).casefold())
+    characters |= set(unicodedata.normalize("NFKC", unicodedata.normalize("NFD", text)).casefold())
+  characters = sorted(c for c in characters if unicodedata.category(c)[0] not in "CZ")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join([*SPECIAL_TOKENS, *characters, *("##" + c for c in characters)]) + "\n")
+  return Vocabulary(path)
+
+
+def our_normalisation(text, lower_case):
+  return BertNormalizer(lower_case).normalize(tf.constant([text])).numpy()[0].decode("utf-8")
+
+
+def keras_hub_pieces(tokenizer, vocabulary, texts):
+  return [" ".join(vocabulary.tokens[int(i)] for i in ids) for ids in tokenizer(texts)]
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_keras_hub_preset_tokenizer_gives_our_ids_on_non_ascii_text(lower_case, config,
+                                                                     tmp_path):
+  import keras_hub
+  texts = SAME_IDS + ([] if lower_case else list(NFKC_FOLDED))
+  vocabulary = character_vocabulary(str(tmp_path / "vocab.txt"), texts, lower_case)
+  shaped = config.replace(vocab_size=len(vocabulary))
+  export_keras_hub(pretraining_model(shaped), shaped, vocabulary, str(tmp_path / "preset"),
+                   lower_case=lower_case, seq_length=32)
+  tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path / "preset"))
+  ours = vocabulary.tokenizer(lower_case).tokenize(tf.constant(texts)).to_list()
+  theirs = [[int(i) for i in ids] for ids in tokenizer(texts)]
+  assert [text for text, a, b in zip(texts, ours, theirs) if a != b] == []
+  assert vocabulary.unk_id not in sum(ours, [])
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_where_keras_hub_tokenizes_otherwise(lower_case, tmp_path):
+  differing = {**(NFKC_FOLDED if lower_case else {}), **NOT_SEPARATED}
+  vocabulary = character_vocabulary(str(tmp_path / "vocab.txt"), list(differing), lower_case)
+  theirs = keras_hub_pieces(preset_tokenizer(vocabulary, lower_case), vocabulary,
+                            list(differing))
+  assert dict(zip(differing, theirs)) == differing
+  ours = vocabulary.tokenizer(lower_case).tokenize(tf.constant(list(differing))).to_list()
+  assert all(vocabulary.unk_id not in ids for ids in ours)
+  assert "".join(vocabulary.tokens[i].removeprefix("##") for i in ours[0]) == (
+      "straße" if lower_case else "nobreak")
+
+
+def test_keras_hub_preset_of_the_issue_keeps_accented_words(vocabulary, config, tmp_path):
+  import keras_hub
+  export_keras_hub(pretraining_model(config), config, vocabulary, str(tmp_path / "preset"),
+                   lower_case=True, seq_length=32)
+  tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path / "preset"))
+  text = "Café naïve résumé"
+  ours = vocabulary.tokenizer(lower_case=True).tokenize([text]).flat_values.numpy().tolist()
+  assert [int(i) for i in tokenizer(text)] == ours and vocabulary.unk_id not in ours
+  assert tokenizer.get_config()["strip_accents"] is True
+
+
+def test_keras_hub_text_classifier_fine_tunes_from_the_preset(vocabulary, config, tmp_path):
+  import keras_hub
+  directory = str(tmp_path / "preset")
+  export_keras_hub(pretraining_model(config), config, vocabulary, directory, lower_case=True,
+                   seq_length=32)
+  keras.utils.set_random_seed(0)
+  classifier = keras_hub.models.BertTextClassifier.from_preset(directory, num_classes=2)
+  assert classifier.preprocessor.sequence_length == 32
+  classifier.compile(optimizer=keras.optimizers.Adam(1e-3))
+  texts = [a for a, _ in SENTENCES] + [b for _, b in SENTENCES]
+  x = texts * 4
+  y = np.array([0, 0, 1, 1] * 4)
+  before = classifier.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)["loss"]
+  classifier.fit(x, y, batch_size=8, epochs=8, verbose=0)  # 16 steps
+  after = classifier.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)["loss"]
+  print(f"loss {before:.4f} before, {after:.4f} after 16 steps")
+  assert after < before * 0.7, (before, after)
 
 
 TEXTS = [

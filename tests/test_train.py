@@ -252,7 +252,7 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
      "model_dir /proc/bert_run is not writable: /proc/bert_run: No such file or directory"),
     (dict(model_dir="/sys/bert_run"), "model_dir /sys/bert_run is not writable: "),  # sysfs
     (dict(init_checkpoint="/nonexistent/bert_model.ckpt"),
-     "--init_checkpoint /nonexistent/bert_model.ckpt is neither"),
+     "--init_checkpoint /nonexistent/bert_model.ckpt is not found"),
     (dict(decay_steps=3), "decay_steps 3 is before train_steps 6"),
     (dict(dropout=1.5), "dropout 1.5 is not in [0, 1)"),
     (dict(gradient_accumulation_steps=3),

@@ -60,5 +60,5 @@ def export(trained: Trained, export_format: str, output: str, top_k: int = 5) ->
   if export_format == "keras_hub":
     from bert_tf.interop.keras_hub_preset import export_keras_hub
     return export_keras_hub(trained.model, trained.config, trained.vocabulary, output,
-                            lower_case=trained.lower_case)
+                            lower_case=trained.lower_case, seq_length=trained.seq_length)
   raise UserError(f"unknown export format {export_format!r}: use savedmodel, hf or keras_hub")

@@ -16,6 +16,9 @@ from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state, model_state
 
 WEIGHTS = "model.safetensors"
+_CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                  "max_position_embeddings", "type_vocab_size", "initializer_range")
 
 
 def hf_config(config: BertConfig) -> dict:
@@ -70,24 +73,44 @@ def is_huggingface_directory(path: str) -> bool:
   return tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, "config.json"))
 
 
-def read_huggingface(directory: str):
-  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights)."""
-  from safetensors.numpy import load_file
-
-  with tf.io.gfile.GFile(os.path.join(directory, "config.json")) as f:
-    values = json.load(f)
-  if values.get("model_type") != "bert":
-    raise UserError(f"{directory} is not a BERT model (model_type {values.get('model_type')!r})")
+def read_config(directory: str) -> BertConfig:
+  """The BertConfig of a Hugging Face BERT directory's config.json."""
+  path = os.path.join(directory, "config.json")
+  with tf.io.gfile.GFile(path) as f:
+    try:
+      values = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+      raise UserError(f"{path} is not valid JSON: {e}") from None
+  if not isinstance(values, dict) or values.get("model_type") != "bert":
+    kind = values.get("model_type") if isinstance(values, dict) else None
+    raise UserError(f"{directory} is not a BERT model (model_type {kind!r} in {path})")
   if values.get("hidden_act", "gelu") != "gelu":
     raise UserError(f"{directory} uses hidden_act {values['hidden_act']!r}; only 'gelu'")
-  config = BertConfig(**{name: values[name] for name in (
-      "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-      "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
-      "max_position_embeddings", "type_vocab_size", "initializer_range")})
+  # A field left out takes transformers' default, which is ours.
+  return BertConfig(**{name: values[name] for name in _CONFIG_FIELDS if name in values})
+
+
+def check_config(directory: str, config: BertConfig) -> None:
+  """The directory's config.json makes the model `config` makes."""
+  different = read_config(directory).differences(config)
+  if different:
+    raise UserError(f"{directory} is another model than --config: its config.json has "
+                    f"{different}")
+
+
+def read_huggingface(directory: str):
+  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights)."""
+  from safetensors import SafetensorError
+  from safetensors.numpy import load_file
+
+  config = read_config(directory)
   weights = os.path.join(directory, WEIGHTS)
   if not tf.io.gfile.exists(weights):
     raise UserError(f"{directory} has no {WEIGHTS} (only safetensors weights are read)")
-  state = dict(load_file(weights))
+  try:
+    state = dict(load_file(weights))
+  except (SafetensorError, OSError) as e:
+    raise UserError(f"{weights} is not a readable safetensors file: {e}") from None
   # Tied copies that some versions save besides the originals.
   for tied, original in (("cls.predictions.decoder.weight",
                           "bert.embeddings.word_embeddings.weight"),
@@ -101,10 +124,5 @@ def read_huggingface(directory: str):
 
 def load_huggingface(model: keras.Model, config: BertConfig, directory: str) -> None:
   """Initialises `model` (both heads) from a Hugging Face `BertForPreTraining` directory."""
-  their_config, state = read_huggingface(directory)
-  if their_config.replace(hidden_dropout_prob=config.hidden_dropout_prob,
-                          attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-                          initializer_range=config.initializer_range) != config:
-    raise UserError(f"{directory}'s config.json does not match the model: {their_config} "
-                    f"vs {config}")
-  load_state(model, config, state, directory)
+  check_config(directory, config)
+  load_state(model, config, read_huggingface(directory)[1], directory)

@@ -1,9 +1,13 @@
-"""keras-hub presets: the encoder as a `BertBackbone` and the vocabulary as a `BertTokenizer`,
-loadable with `keras_hub.models.BertBackbone.from_preset(directory)`.
+"""keras-hub presets: the encoder as a `BertBackbone`, the vocabulary as a `BertTokenizer` and
+a `BertTextClassifierPreprocessor` of the training sequence length, loadable with
+`keras_hub.models.BertBackbone.from_preset(directory)`, `BertTokenizer.from_preset` and
+`BertTextClassifier.from_preset(directory, num_classes=N)`.
 
 Our encoder uses keras-hub's layers under `BertBackbone`'s layer names, so the weights copy
 one to one. `BertBackbone` computes GELU with the tanh approximation, ours with erf: its
-outputs differ from ours by about 1e-3.
+outputs differ from ours by about 1e-3. The tokenizer strips accents when it lower-cases, as
+ours (original BERT's) does; where keras-hub's text handling still differs from ours
+(NFKC case folding, Unicode spaces, control characters): docs/serving.md.
 """
 
 import tempfile
@@ -15,8 +19,16 @@ from bert_tf.config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 
 
+def preset_tokenizer(vocabulary: Vocabulary, lower_case: bool):
+  """keras-hub's `BertTokenizer` set as ours is: uncased lower-cases and strips accents (its
+  default keeps them, which makes "café" [UNK] when the vocabulary learned "cafe")."""
+  import keras_hub
+  return keras_hub.models.BertTokenizer(vocabulary=vocabulary.tokens, lowercase=lower_case,
+                                        strip_accents=lower_case)
+
+
 def export_keras_hub(model: keras.Model, config: BertConfig, vocabulary: Vocabulary,
-                     directory: str, *, lower_case: bool) -> str:
+                     directory: str, *, lower_case: bool, seq_length: int) -> str:
   import keras_hub
 
   backbone = keras_hub.models.BertBackbone(
@@ -30,11 +42,13 @@ def export_keras_hub(model: keras.Model, config: BertConfig, vocabulary: Vocabul
     raise ValueError(f"encoder and BertBackbone weights differ: {set(ours) ^ set(theirs)}")
   for path, variable in theirs.items():
     variable.assign(ours[path])
+  tokenizer = preset_tokenizer(vocabulary, lower_case)
+  preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
+      tokenizer, sequence_length=seq_length)
   temporary = files.temporary_directory(directory)
   with tempfile.TemporaryDirectory() as local:  # keras-hub writes with open(): local only
     backbone.save_to_preset(local)
-    keras_hub.models.BertTokenizer(vocabulary=vocabulary.tokens,
-                                   lowercase=lower_case).save_to_preset(local)
+    preprocessor.save_to_preset(local)
     files.copy_directory(local, temporary)
   files.replace_directory(temporary, directory)
   return directory

@@ -73,13 +73,25 @@ def read_tf1_checkpoint(prefix: str) -> dict:
   return state
 
 
+def config_path(prefix: str) -> str:
+  """The `bert_config.json` beside an original BERT checkpoint."""
+  return os.path.join(os.path.dirname(prefix), "bert_config.json")
+
+
+def check_config(prefix: str, config: BertConfig) -> None:
+  """The checkpoint's `bert_config.json` exists and makes the model `config` makes."""
+  path = config_path(prefix)
+  if not tf.io.gfile.exists(path):
+    raise UserError(f"original BERT checkpoint {prefix} has no {path}: put the "
+                    "bert_config.json it was trained with beside it")
+  different = BertConfig.from_json_file(path).differences(config)
+  if different:
+    raise UserError(f"{prefix} is another model than --config: its {path} has {different}")
+
+
 def load_tf1_checkpoint(model: keras.Model, config: BertConfig, path: str) -> None:
-  """Initialises `model` (both heads) from an original BERT checkpoint. Its
-  `bert_config.json` (beside the checkpoint), if present, must match `config`."""
+  """Initialises `model` (both heads) from an original BERT checkpoint whose
+  `bert_config.json` (beside the checkpoint) makes the model `config` makes."""
   prefix = checkpoint_prefix(path)
-  config_path = os.path.join(os.path.dirname(prefix), "bert_config.json")
-  if tf.io.gfile.exists(config_path):
-    theirs = BertConfig.from_json_file(config_path)
-    if theirs != config:
-      raise UserError(f"{config_path} does not match the model's config: {theirs} vs {config}")
+  check_config(prefix, config)
   load_state(model, config, read_tf1_checkpoint(prefix), prefix)

@@ -8,8 +8,8 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
-from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.errors import UserError
+from bert_tf.interop import init_checkpoint
 from bert_tf.training import checkpointing
 from bert_tf.training.config import TrainConfig
 
@@ -25,13 +25,13 @@ def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras
   if start_step:
     log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
   elif config.init_checkpoint and checkpointing.is_training_directory(config.init_checkpoint):
-    step = checkpointer.continue_from(config.init_checkpoint)
+    try:
+      step = checkpointer.continue_from(config.init_checkpoint)
+    except checkpointing.UnreadableCheckpoint as e:
+      raise UserError(f"--init_checkpoint {config.init_checkpoint}: {e}") from None
     log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
              config.init_checkpoint, step, config.train_steps)
   elif config.init_checkpoint:
     log.info("Initialising from %s", config.init_checkpoint)
-    if is_huggingface_directory(config.init_checkpoint):
-      load_huggingface(model, bert_config, config.init_checkpoint)
-    else:
-      load_tf1_checkpoint(model, bert_config, config.init_checkpoint)
+    init_checkpoint.load(model, bert_config, config.init_checkpoint)
   return start_step

@@ -13,8 +13,7 @@ from bert_tf.data import corpus
 from bert_tf.data.config import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.interop.huggingface import is_huggingface_directory
-from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
+from bert_tf.interop import init_checkpoint
 from bert_tf.training import checkpointing, evaluation, failures
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
@@ -52,13 +51,6 @@ def _check_model_dir(model_dir: str) -> None:
     raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
 
 
-def _check_init_checkpoint(path: str) -> None:
-  if path and not (checkpointing.is_training_directory(path) or is_huggingface_directory(path)
-                   or is_tf1_checkpoint(checkpoint_prefix(path))):
-    raise UserError(f"--init_checkpoint {path} is neither a bert_tf model_dir, an original "
-                    "BERT checkpoint nor a Hugging Face directory")
-
-
 def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
   """The --config preset or file for this vocabulary, with --dropout in place of its own."""
   bert_config = resolve_config(config.config, len(vocabulary))
@@ -86,5 +78,5 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
                      min_token_count=config.min_token_count, data_dir=config.data_dir)
   vocabulary = Vocabulary(config.vocab_file)
   bert_config = model_shape(config, vocabulary)
-  _check_init_checkpoint(config.init_checkpoint)
+  init_checkpoint.check(config.init_checkpoint, bert_config)
   return vocabulary, bert_config
