@@ -3,12 +3,14 @@ from, made from the built-in corpus's documents (`builtin_corpus`), so that fine
 the probe have a task on every machine without a download.
 
 The classes are the `NUM_CLASSES` topics with the most sentences (ties by name); an example is
-one of their prose sentences of at least `MIN_WORDS` words. Every `DEV_EVERY`-th sentence of a
+one of their prose sentences of at least `MIN_WORDS` words, each sentence once, and none that
+two of the topics share. Every `DEV_EVERY`-th sentence of a
 topic goes to the dev file, the others to the training file: both files draw on the whole of
 each topic, and no sentence is in both. Written as GLUE-style TSV (a header row, columns `text`
 and `label`) under the data directory on first use.
 """
 
+import collections
 import os
 
 import tensorflow as tf
@@ -32,12 +34,14 @@ def _prose(sentence: str) -> bool:
 
 def examples() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
   """(train, dev) lists of (sentence, topic) pairs, the same on every call."""
-  sentences = {name: [s for s in topic_sentences(text) if _prose(s)]
+  # Each sentence once (the reference repeats some): none is in both files or in two classes.
+  sentences = {name: list(dict.fromkeys(s for s in topic_sentences(text) if _prose(s)))
                for name, text in pydoc_topics.topics.items()}
   chosen = sorted(sentences, key=lambda name: (-len(sentences[name]), name))[:NUM_CLASSES]
+  seen = collections.Counter(s for name in chosen for s in sentences[name])
   train, dev = [], []
   for name in sorted(chosen):
-    for i, sentence in enumerate(sentences[name]):
+    for i, sentence in enumerate(s for s in sentences[name] if seen[s] == 1):
       (dev if i % DEV_EVERY == DEV_EVERY - 1 else train).append((sentence, name))
   return train, dev
 

@@ -82,15 +82,18 @@ def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained
   return Pretrained(model.get_layer("bert_encoder"), config, vocabulary, lower_case)
 
 
-def classifier_model(encoder: keras.Model, config: BertConfig, num_classes: int) -> keras.Model:
-  """features -> logits [batch, num_classes]: the encoder's pooled output, BERT's dropout
-  (the encoder's hidden rate) and a dense layer, in float32 under mixed precision."""
+def classifier_model(encoder: keras.Model, num_classes: int, *,
+                     initializer_range: float = 0.02) -> keras.Model:
+  """features -> logits [batch, num_classes]: the encoder's pooled output, dropout at the
+  encoder's own rate (BERT's) and a dense layer, in float32 under mixed precision."""
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in encoder_lib.INPUT_NAMES}
   pooled = encoder(inputs)["pooled_output"]
-  pooled = keras.layers.Dropout(config.hidden_dropout_prob, name="classifier_dropout")(pooled)
-  logits = keras.layers.Dense(num_classes, kernel_initializer=encoder_lib.initializer(config),
-                              dtype="float32", name="classifier")(pooled)
+  rate = encoder.get_layer("embeddings_dropout").rate
+  pooled = keras.layers.Dropout(rate, name="classifier_dropout")(pooled)
+  logits = keras.layers.Dense(
+      num_classes, kernel_initializer=keras.initializers.TruncatedNormal(
+          stddev=initializer_range), dtype="float32", name="classifier")(pooled)
   return keras.Model(inputs, logits, name="bert_classifier")
 
 
@@ -117,7 +120,8 @@ def classifier(model_dir: str, num_classes: int, *, train_steps: int, seq_length
   `(texts_a, texts_b)`) turns raw strings into its input, with the pre-training tokenizer.
   """
   pretrained = load_pretrained(model_dir, from_scratch=from_scratch)
-  model = classifier_model(pretrained.encoder, pretrained.config, num_classes)
+  model = classifier_model(pretrained.encoder, num_classes,
+                           initializer_range=pretrained.config.initializer_range)
   compile_classifier(model, learning_rate=learning_rate, train_steps=train_steps,
                      warmup_steps=train_steps // 10 if warmup_steps is None else warmup_steps)
   text_encoder = TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,

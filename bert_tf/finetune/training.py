@@ -100,7 +100,8 @@ def finetune(config: FinetuneConfig) -> dict:
       raise UserError(f"seq_length {config.seq_length} exceeds the model's "
                       f"{pretrained.config.max_position_embeddings} position embeddings")
     model = compile_classifier(
-        classifier_model(pretrained.encoder, pretrained.config, len(classes)),
+        classifier_model(pretrained.encoder, len(classes),
+                         initializer_range=pretrained.config.initializer_range),
         learning_rate=config.learning_rate, train_steps=train_steps,
         warmup_steps=int(config.warmup_proportion * train_steps),
         jit_compile=config.jit_compile)

@@ -65,7 +65,7 @@ class ProbeConfig(ColumnsConfig):
       "", "The probe's training TSV (a header row; --text_columns, --label_column), or "
       "`builtin` for the built-in task. Empty: no probe.")
   probe_dev_file: str = setting("", "The probe's dev TSV, or `builtin`.")
-  probe_steps: int = setting(150, "Fine-tuning steps of each probe (batches of 32).")
+  probe_steps: int = setting(50, "Fine-tuning steps of each probe (batches of 32).")
 
 
 @dataclasses.dataclass(frozen=True)

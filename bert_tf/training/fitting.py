@@ -9,7 +9,7 @@ import keras
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, datasets, evaluation, progress
+from bert_tf.training import checkpointing, datasets, evaluation, probe, progress
 from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -17,7 +17,7 @@ log = logging.getLogger("bert_tf")
 
 class Watchers:
   """The callbacks that measure and show the run: throughput, the learning rate, the curves
-  (history.jsonl), TensorBoard, held-out evaluation and the progress line."""
+  (history.jsonl), TensorBoard, held-out evaluation (and the probe) and the progress line."""
 
   def __init__(self, config: TrainConfig, vocabulary: Vocabulary):
     self.throughput = callbacks_lib.Throughput(config.global_batch_size, config.seq_length)
@@ -25,10 +25,12 @@ class Watchers:
         os.path.join(config.model_dir, "history.jsonl"),
         every=max(1, min(20, config.train_steps // 100)))
     self.held_out = evaluation.HeldOutEvaluation(
-        lambda: datasets.held_out_batches(config, vocabulary),
+        (lambda: datasets.held_out_batches(config, vocabulary))
+        if datasets.has_held_out(config) else None,
         steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
         train_steps=config.train_steps, log_dir=os.path.join(config.model_dir, "logs"),
-        curves=self.curves) if datasets.has_held_out(config) else None
+        curves=self.curves, probe=probe.for_run(config, vocabulary),
+    ) if datasets.has_held_out(config) or probe.has_probe(config) else None
     self.callbacks = [
         self.throughput,
         callbacks_lib.LearningRate(),

@@ -15,7 +15,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import is_huggingface_directory
 from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
-from bert_tf.training import checkpointing, evaluation
+from bert_tf.training import checkpointing, evaluation, probe
 from bert_tf.training.config import TrainConfig
 from bert_tf.vocab import build_vocabulary
 
@@ -76,6 +76,7 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
   corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
                          config.input_format, needed=2 if config.nsp else 1)
   evaluation.check_held_out(config)
+  probe.check_probe(config)
   _check_model_dir(config.model_dir)
   if not tf.io.gfile.exists(config.vocab_file):
     log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
