@@ -17,6 +17,7 @@ import time
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from bert_tf.data import builtin_task
 from bert_tf.data.tokenization import Vocabulary
@@ -68,15 +69,24 @@ def own_random_state(seed: int):
     np.random.set_state(numpy_state)
 
 
+def _tokenized(examples: data.Examples, classes: list[str],
+               text_encoder: data.TextEncoder) -> tuple[dict, np.ndarray]:
+  """The examples' features and label ids, computed once: each probe trains on the same."""
+  features = text_encoder.features(*[tf.constant(texts) for texts in examples.texts])
+  return ({name: value.numpy() for name, value in features.items()},
+          np.array([classes.index(label) for label in examples.labels], np.int32))
+
+
 class Probe:
   """`probe(model)` -> {"probe_accuracy", "probe_random_accuracy"} for a pre-training model
   (its `bert_encoder` layer); the same figures again at the same optimizer step."""
 
   def __init__(self, config, vocabulary: Vocabulary):
-    self.train, self.dev, self.classes = _task(config)
-    self.text_encoder = data.TextEncoder(
-        vocabulary, lower_case=config.do_lower_case,
-        seq_length=min(MAX_SEQ_LENGTH, config.seq_length))
+    train, dev, self.classes = _task(config)
+    text_encoder = data.TextEncoder(vocabulary, lower_case=config.do_lower_case,
+                                    seq_length=min(MAX_SEQ_LENGTH, config.seq_length))
+    self.train = _tokenized(train, self.classes, text_encoder)
+    self.dev = _tokenized(dev, self.classes, text_encoder)
     self.steps = config.probe_steps
     self.seed = config.seed
     self._random_accuracy = None
@@ -87,34 +97,40 @@ class Probe:
     step = int(model.optimizer.iterations.numpy()) if model.optimizer else None
     if step is None or self._last[0] != step:
       start = time.perf_counter()
-      encoder = model.get_layer("bert_encoder")
-      if self._random_accuracy is None:
-        self._random_accuracy = self.accuracy(encoder, random_weights=True)
-      figures = {"probe_accuracy": self.accuracy(encoder),
-                 "probe_random_accuracy": self._random_accuracy}
+      figures = self.accuracies(model.get_layer("bert_encoder"))
       self.seconds += time.perf_counter() - start
       log.info("probe: dev accuracy %.4f (random weights: %.4f), %.1f s of probing so far",
-               figures["probe_accuracy"], self._random_accuracy, self.seconds)
+               figures["probe_accuracy"], figures["probe_random_accuracy"], self.seconds)
       self._last = (step, figures)
     return dict(self._last[1])
 
-  def accuracy(self, encoder: keras.Model, random_weights: bool = False) -> float:
-    """Dev accuracy after fine-tuning a copy of `encoder` (with `random_weights`, a copy of
-    its shape, freshly initialised)."""
+  def accuracies(self, encoder: keras.Model) -> dict:
+    """Dev accuracy after fine-tuning a copy of `encoder`, and (the first time) after the
+    same from random weights of its shape. One classifier serves both, its training step
+    traced once: tracing costs more than the steps."""
     with own_random_state(self.seed):
       copy = keras.models.clone_model(encoder)  # new layers, new (seeded) initial weights
-      if not random_weights:
-        copy.set_weights(encoder.get_weights())
       classifier = compile_classifier(
           classifier_model(copy, len(self.classes)),
           learning_rate=LEARNING_RATE, train_steps=self.steps, warmup_steps=self.steps // 10)
-      train = data.dataset(self.train, self.classes, self.text_encoder, batch_size=BATCH_SIZE,
-                           shuffle_seed=self.seed).repeat()
-      classifier.fit(train, steps_per_epoch=self.steps, epochs=1, verbose=0)
-      labels, predictions = predicted_classes(
-          classifier, data.dataset(self.dev, self.classes, self.text_encoder, batch_size=64))
-    del copy, classifier, train
+      initial = classifier.get_weights()  # random encoder, new head
+      if self._random_accuracy is None:
+        self._random_accuracy = self._fine_tuned_accuracy(classifier)
+        classifier.set_weights(initial)
+        for variable in classifier.optimizer.variables:  # its step and moments to 0
+          variable.assign(tf.zeros_like(variable))
+      copy.set_weights(encoder.get_weights())
+      accuracy = self._fine_tuned_accuracy(classifier)
+    del copy, classifier, initial
     gc.collect()
+    return {"probe_accuracy": accuracy, "probe_random_accuracy": self._random_accuracy}
+
+  def _fine_tuned_accuracy(self, classifier: keras.Model) -> float:
+    train = tf.data.Dataset.from_tensor_slices(self.train).shuffle(
+        len(self.train[1]), seed=self.seed).batch(BATCH_SIZE).repeat()
+    classifier.fit(train, steps_per_epoch=self.steps, epochs=1, verbose=0)
+    dev = tf.data.Dataset.from_tensor_slices(self.dev).batch(64)
+    labels, predictions = predicted_classes(classifier, dev)
     return metrics.accuracy(labels, predictions)
 
 
