@@ -94,7 +94,8 @@ class Probe:
     self.seconds = 0.0  # spent probing, in all
 
   def __call__(self, model: keras.Model) -> dict:
-    step = int(model.optimizer.iterations.numpy()) if model.optimizer else None
+    optimizer = getattr(model, "optimizer", None)  # None: a model never compiled
+    step = int(optimizer.iterations.numpy()) if optimizer else None
     if step is None or self._last[0] != step:
       start = time.perf_counter()
       figures = self.accuracies(model.get_layer("bert_encoder"))
