@@ -58,8 +58,10 @@ class OptimizerConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeConfig(ColumnsConfig):
-  """The probe: a labelled task fine-tuned on a copy of the encoder at each held-out
-  evaluation (docs/finetuning.md)."""
+  """The probe: a labelled task fine-tuned on a copy of the encoder at each evaluation.
+
+  See docs/finetuning.md.
+  """
 
   probe_train_file: str = setting(
       "", "The probe's training TSV (a header row; --text_columns, --label_column), or "
