@@ -10,6 +10,7 @@ import sys
 from bert_tf import settings
 from bert_tf.audit import AuditConfig
 from bert_tf.data.config import VocabularyConfig
+from bert_tf.finetune.config import FinetuneConfig
 from bert_tf.training.config import TrainConfig
 
 PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
@@ -22,6 +23,7 @@ COMMANDS = (
     ("python train.py", TrainConfig, None),
     ("python -m bert_tf.vocab", VocabularyConfig, None),
     ("python -m bert_tf.audit", AuditConfig, TrainConfig),  # train.py's flags, and these
+    ("python -m bert_tf.finetune", FinetuneConfig, None),
 )
 
 

@@ -13,12 +13,14 @@ from bert_tf import flags_doc, settings
 from bert_tf.audit import AuditConfig
 from bert_tf.data.config import VocabularyConfig
 from bert_tf.errors import UserError
+from bert_tf.finetune.config import FinetuneConfig
 from bert_tf.training.config import TrainConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("config_class", [TrainConfig, VocabularyConfig, AuditConfig])
+@pytest.mark.parametrize("config_class", [TrainConfig, VocabularyConfig, AuditConfig,
+                                          FinetuneConfig])
 def test_every_field_is_a_flag_with_its_default_type_and_help(config_class):
   flag_values = flags.FlagValues()
   settings.define_flags(config_class, flag_values)

@@ -1,6 +1,6 @@
 """The data settings: how the corpus's text reads (`TextConfig`), where the corpus is
-(`CorpusConfig`), the vocabulary learned from it (`VocabularyConfig`) and how examples are made
-from it (`PipelineConfig`).
+(`CorpusConfig`), the vocabulary learned from it (`VocabularyConfig`), how examples are made
+from it (`PipelineConfig`), and the columns of a labelled task's files (`ColumnsConfig`).
 
 Each setting is declared here once (see `bert_tf.settings`); `train.py`, `bert_tf.vocab` and
 `bert_tf.audit` take their flags from these classes. No TensorFlow import: a flagfile is read
@@ -32,7 +32,15 @@ class TextConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class CorpusConfig(TextConfig):
+class DataDirConfig:
+  """Where built-in data is written."""
+
+  data_dir: str = setting("data", "Where the built-in corpus and the built-in task are "
+                          "written.")
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusConfig(DataDirConfig, TextConfig):
   """Where the corpus is."""
 
   input_files: str = setting(
@@ -40,6 +48,17 @@ class CorpusConfig(TextConfig):
       "`builtin` is Python's language reference (pydoc_data.topics), written under "
       "--data_dir when first needed.", change=STREAM)
   data_dir: str = setting("data", "Where the built-in corpus is written.", change=NOTED)
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnsConfig:
+  """The columns of a labelled task's TSV files (a header row names them, as in GLUE's)."""
+
+  text_columns: str = setting(
+      "text", "The text column, or two for a pair of texts (`sentence1,sentence2`).",
+      change=NOTED)
+  label_column: str = setting("label", "The label column (any strings; the classes are the "
+                              "training file's sorted distinct labels).", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)

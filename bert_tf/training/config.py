@@ -9,7 +9,7 @@ loads. How a run goes: docs/training.md; the design behind the settings: docs/de
 
 import dataclasses
 
-from bert_tf.data.config import PipelineConfig, VocabularyConfig
+from bert_tf.data.config import ColumnsConfig, PipelineConfig, VocabularyConfig
 from bert_tf.model.config import ModelConfig
 from bert_tf.settings import NOTED, STREAM, setting
 
@@ -59,7 +59,22 @@ class OptimizerConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig(OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
+class ProbeConfig(ColumnsConfig):
+  """The probe: a labelled task fine-tuned on a copy of the encoder at each evaluation.
+
+  See docs/finetuning.md.
+  """
+
+  probe_train_file: str = setting(
+      "", "The probe's training TSV (a header row; --text_columns, --label_column), or "
+      "`builtin` for the built-in task. Empty: no probe.", change=NOTED)
+  probe_dev_file: str = setting("", "The probe's dev TSV, or `builtin`.", change=NOTED)
+  probe_steps: int = setting(50, "Fine-tuning steps of each probe (batches of 32).",
+                             change=NOTED)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
                   VocabularyConfig):
   """Everything one run needs; field names are `train.py`'s flag names.
 

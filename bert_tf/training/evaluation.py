@@ -11,6 +11,8 @@ to:
 - `history.jsonl`, as records `{"step": ..., "eval_loss": ..., ...}` for curves.png (the
   `TrainingCurves` callback writes the file after this one's `on_epoch_end`);
 - the console, as one line.
+With a probe (`probe.py`), each evaluation also fine-tunes a copy of the encoder on the probe's
+task: `probe_accuracy` goes with the held-out figures (and alone, without held-out data).
 """
 
 import collections
@@ -41,8 +43,10 @@ def check_held_out(config) -> None:
   if config.eval_every < 0 or config.eval_every % config.checkpoint_every:
     raise UserError(f"eval_every {config.eval_every} is not a multiple of checkpoint_every "
                     f"{config.checkpoint_every} (evaluations run at checkpoint intervals' ends)")
-  if config.eval_every and not (config.eval_files or config.eval_fraction):
-    raise UserError("--eval_every needs held-out data: --eval_files or --eval_fraction")
+  if config.eval_every and not (config.eval_files or config.eval_fraction
+                                or config.probe_train_file):
+    raise UserError("--eval_every needs held-out data (--eval_files or --eval_fraction) or a "
+                    "probe (--probe_train_file)")
   if config.eval_files:
     corpus.check_documents(corpus.list_files(config.eval_files, config.data_dir),
                            config.input_format, needed)
@@ -74,11 +78,14 @@ class HeldOutEvaluation(keras.callbacks.Callback):
   """Evaluates every `every` steps (at the end of the interval that reaches a multiple of it)
   and at `train_steps`."""
 
-  def __init__(self, make_dataset: Callable[[], tf.data.Dataset], *, steps: int, every: int,
-               train_steps: int, log_dir: str, curves):
-    """`log_dir`: the TensorBoard run directory (`logs/eval`)."""
+  def __init__(self, make_dataset: Callable[[], tf.data.Dataset] | None, *, steps: int,
+               every: int, train_steps: int, log_dir: str, curves,
+               probe: Callable[[keras.Model], dict] | None = None):
+    """`log_dir`: the TensorBoard run directory (`logs/eval`); `make_dataset` None: the probe
+    only."""
     super().__init__()
-    self.make_dataset = make_dataset  # the held-out batches, the same on each call
+    self.make_dataset = make_dataset  # the held-out batches, the same on each call; or None
+    self.probe = probe  # model -> {"probe_accuracy": ...}, or None
     self.steps = steps
     self.every = every
     self.train_steps = train_steps
@@ -106,5 +113,6 @@ class HeldOutEvaluation(keras.callbacks.Callback):
              " ".join(f"{name}: {value:.4f}" for name, value in results.items()))
 
   def evaluate(self, model: keras.Model) -> dict:
-    """`eval_*` figures of `model` now (also used once training is over)."""
-    return evaluate(model, self.make_dataset(), self.steps)
+    """`eval_*` figures of `model` now, and the probe's (also used once training is over)."""
+    results = evaluate(model, self.make_dataset(), self.steps) if self.make_dataset else {}
+    return {**results, **(self.probe(model) if self.probe else {})}

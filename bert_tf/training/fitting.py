@@ -13,7 +13,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.model.flops import model_flops_per_sequence
 from bert_tf.training import callbacks as callbacks_lib
 from bert_tf.training import checkpointing, datasets, evaluation, failures, optimization
-from bert_tf.training import progress, run_time
+from bert_tf.training import probe, progress, run_time
 from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -22,7 +22,8 @@ log = logging.getLogger("bert_tf")
 class Watchers:
   """The callbacks that measure and show the run: the training scalars of each window of
   `log_every` steps (to TensorBoard, history.jsonl and the progress line), held-out
-  evaluation, and the clock that splits the wall time between training and the rest."""
+  evaluation (and the probe), and the clock that splits the wall time between training and the
+  rest."""
 
   def __init__(self, config: TrainConfig, vocabulary: Vocabulary, bert_config):
     logs = os.path.join(config.model_dir, "logs")
@@ -42,10 +43,12 @@ class Watchers:
                                                     config.max_predictions_per_seq),
         peak_flops=config.peak_tflops * 1e12)
     self.held_out = evaluation.HeldOutEvaluation(
-        lambda: datasets.held_out_batches(config, vocabulary),
+        (lambda: datasets.held_out_batches(config, vocabulary))
+        if datasets.has_held_out(config) else None,
         steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
         train_steps=config.train_steps, log_dir=os.path.join(logs, "eval"),
-        curves=self.curves) if datasets.has_held_out(config) else None
+        curves=self.curves, probe=probe.for_run(config, vocabulary),
+    ) if datasets.has_held_out(config) or probe.has_probe(config) else None
     self._after_guard = [
         *([callbacks_lib.Timed(self.held_out, self.clock, run_time.EVALUATIONS)]
           if self.held_out else []),

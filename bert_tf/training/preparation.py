@@ -14,7 +14,7 @@ from bert_tf.data.config import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
-from bert_tf.training import checkpointing, evaluation, failures
+from bert_tf.training import checkpointing, evaluation, failures, probe
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
 
@@ -70,6 +70,7 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
   corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
                          config.input_format, needed=2 if config.nsp else 1)
   evaluation.check_held_out(config)
+  probe.check_probe(config)
   _check_model_dir(config.model_dir)
   if not tf.io.gfile.exists(config.vocab_file):
     log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)

@@ -24,6 +24,12 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
       if held_out:
         axes.plot(*zip(*held_out), color=line.get_color(), linestyle="--", marker=".",
                   label=f"{name} (held out)")
+  probe = [r for r in records if "probe_accuracy" in r]
+  if probe:
+    (line,) = accuracies.plot([r["step"] for r in probe], [r["probe_accuracy"] for r in probe],
+                              linestyle="--", marker="o", label="probe (dev accuracy)")
+    accuracies.axhline(probe[-1]["probe_random_accuracy"], color=line.get_color(),
+                       linestyle=":", label="probe on random weights")
   accuracies.axhline(baseline_accuracy, color="gray", linestyle=":",
                      label="most frequent token")
   accuracies.axhline(0.5, color="gray", linestyle="-.", label="NSP chance")
@@ -40,7 +46,8 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
 
 def summary(metrics: dict) -> str:
   """The final figures in three lines (the rates over training time only), the baselines
-  beside the accuracies, and a fourth for the held-out data when there is some."""
+  beside the accuracies, a fourth for the held-out data when there is some, and one for the
+  probe."""
   tokens = (f" ({metrics['tokens_per_second']:,.0f} real tokens/s, "
             f"{metrics['padding_share']:.0%} padding)" if "tokens_per_second" in metrics else "")
   return "\n".join([
@@ -54,4 +61,7 @@ def summary(metrics: dict) -> str:
       *([f"Held out: MLM accuracy {metrics['eval_mlm_accuracy']:.3f}, MLM loss "
          f"{metrics['eval_mlm_loss']:.3f}; NSP accuracy {metrics['eval_nsp_accuracy']:.3f}, "
          f"NSP loss {metrics['eval_nsp_loss']:.3f}."] if "eval_mlm_loss" in metrics else []),
+      *([f"Probe: dev accuracy {metrics['probe_accuracy']:.3f} after fine-tuning a copy of "
+         f"the encoder (the same on random weights: {metrics['probe_random_accuracy']:.3f})."]
+        if "probe_accuracy" in metrics else []),
   ])

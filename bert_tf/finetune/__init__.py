@@ -1,0 +1,23 @@
+"""Fine-tuning a pre-trained encoder on text classification (docs/finetuning.md): from the
+command line, `python -m bert_tf.finetune` (`finetune(FinetuneConfig(...))`); from Keras,
+`classifier`, the compiled classifier on a model_dir's encoder.
+
+Importing this package loads no TensorFlow (the command line reads its flags first); each
+function imports its module when called.
+"""
+
+from bert_tf.finetune.config import FinetuneConfig
+
+__all__ = ["FinetuneConfig", "classifier", "finetune"]
+
+
+def finetune(config: FinetuneConfig) -> dict:
+  """See `bert_tf.finetune.training.finetune`."""
+  from bert_tf.finetune import training
+  return training.finetune(config)
+
+
+def classifier(model_dir: str, num_classes: int, **options):
+  """See `bert_tf.finetune.model.classifier`."""
+  from bert_tf.finetune import model
+  return model.classifier(model_dir, num_classes, **options)

@@ -1,0 +1,32 @@
+"""`FinetuneConfig`: every setting of `python -m bert_tf.finetune`, each declared once (see
+`bert_tf.settings`). The defaults are in the range the BERT paper used for GLUE (3 epochs, a
+peak learning rate of 5e-5, batches of 32, warm-up over the first 10% of the steps). No
+TensorFlow import: the flags are read before TensorFlow loads."""
+
+import dataclasses
+
+from bert_tf.data.config import ColumnsConfig, DataDirConfig
+from bert_tf.settings import setting
+from bert_tf.training.config import ExecutionConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
+  """Fine-tuning an encoder on text classification; field names are the flag names."""
+
+  model_dir: str = setting(
+      "", "The encoder: a finished train.py model_dir, an original BERT checkpoint (with "
+      "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.")
+  train_file: str = setting("", "Training TSV with a header row, or `builtin` for the "
+                            "built-in task.")
+  dev_file: str = setting("", "Dev TSV scored after each epoch, or `builtin`.")
+  output_dir: str = setting("", "Where metrics.json, classes.json, logs/ and export/ go.")
+  epochs: int = setting(3, "Passes over the training file.")
+  learning_rate: float = setting(5e-5, "Peak learning rate (AdamW, linear warm-up and decay).")
+  batch_size: int = setting(32, "Examples per update, across all replicas.")
+  seq_length: int = setting(128, "Tokens per example, [CLS] and [SEP]s included; longer "
+                            "texts are cut, the longer of a pair first.")
+  warmup_proportion: float = setting(0.1, "Share of the updates over which the learning rate "
+                                     "warms up.")
+  from_scratch: bool = setting(False, "Random weights instead of the encoder's (the same "
+                               "model and recipe): what pre-training bought.")

@@ -1,0 +1,139 @@
+"""A labelled task's TSV files, checked, and their examples as the classifier's features.
+
+Files are GLUE's format: tab-separated, a header row naming the columns, no quoting (a `"` is
+part of the text). Labels are strings; the classes are the training file's sorted distinct
+labels. Every mistake is a `UserError` naming the file, raised before anything trains.
+Tokenization is the pre-training tokenizer's, in the graph (`TextEncoder`), so that training,
+the Keras function and the exported `classify` signature see the same ids.
+"""
+
+import csv
+import dataclasses
+import io
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.data.pairing import trimmed_lengths
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+
+csv.field_size_limit(1 << 30)  # a long document in one cell is text, not an error
+
+
+@dataclasses.dataclass(frozen=True)
+class Examples:
+  """One TSV file's examples: a list of texts per text column, and the labels."""
+
+  path: str
+  texts: tuple[list[str], ...]
+  labels: list[str]
+
+  def __len__(self) -> int:
+    return len(self.labels)
+
+
+def column_names(text_columns: str) -> list[str]:
+  """`--text_columns` as a list of one or two names."""
+  names = [name.strip() for name in text_columns.split(",") if name.strip()]
+  if not 1 <= len(names) <= 2:
+    raise UserError(f"--text_columns {text_columns!r}: give one column name, or two for a "
+                    "pair of texts")
+  return names
+
+
+def read_examples(path: str, text_columns: list[str], label_column: str) -> Examples:
+  """Reads a TSV file's text and label columns; raises `UserError` for a missing file or
+  column, a row of the wrong width, or a file without examples."""
+  if not path:
+    raise UserError("no file given: --train_file and --dev_file (or the probe's) are needed")
+  if not tf.io.gfile.exists(path):
+    raise UserError(f"file not found: {path}")
+  with tf.io.gfile.GFile(path, "rb") as f:
+    text = f.read().decode("utf-8", errors="replace")
+  rows = list(csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE))
+  rows = [row for row in rows if row]  # blank lines
+  if not rows:
+    raise UserError(f"{path} is empty (it needs a header row and examples)")
+  header = rows[0]
+  missing = [name for name in [*text_columns, label_column] if name not in header]
+  if missing:
+    raise UserError(f"{path} has no column {', '.join(missing)} (its header: "
+                    f"{', '.join(header)})")
+  if len(rows) == 1:
+    raise UserError(f"{path} has a header row but no examples")
+  for line, row in enumerate(rows[1:], start=2):
+    if len(row) != len(header):
+      raise UserError(f"{path}, row {line}: {len(row)} fields, the header has {len(header)}")
+  indices = [header.index(name) for name in text_columns]
+  label = header.index(label_column)
+  return Examples(path, tuple([row[i] for row in rows[1:]] for i in indices),
+                  [row[label] for row in rows[1:]])
+
+
+def task_classes(train: Examples, dev: Examples) -> list[str]:
+  """The sorted distinct training labels; raises `UserError` for a single class or a dev
+  label the training file does not have."""
+  classes = sorted(set(train.labels))
+  if len(classes) < 2:
+    raise UserError(f"{train.path} has a single label {classes[0]!r}: a classifier needs two "
+                    "classes or more")
+  unknown = sorted(set(dev.labels) - set(classes))
+  if unknown:
+    raise UserError(f"{dev.path} has labels the training file has not: "
+                    f"{', '.join(map(repr, unknown[:5]))}")
+  return classes
+
+
+def read_task(train_file: str, dev_file: str, text_columns: str,
+              label_column: str) -> tuple[Examples, Examples, list[str]]:
+  """(train, dev, classes) of a task, every file and label checked."""
+  names = column_names(text_columns)
+  train = read_examples(train_file, names, label_column)
+  dev = read_examples(dev_file, names, label_column)
+  return train, dev, task_classes(train, dev)
+
+
+class TextEncoder(tf.Module):
+  """Raw text (one string tensor, or two for pairs) -> the encoder's features, padded to
+  `seq_length`: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, the longer text cut first, as in
+  pre-training."""
+
+  def __init__(self, vocabulary: Vocabulary, *, lower_case: bool, seq_length: int):
+    super().__init__(name="text_encoder")
+    self.tokenizer = vocabulary.tokenizer(lower_case)
+    self.cls_id, self.sep_id = vocabulary.cls_id, vocabulary.sep_id
+    self.seq_length = seq_length
+
+  def _tokens(self, text: tf.Tensor) -> tf.RaggedTensor:
+    return tf.cast(self.tokenizer.tokenize(text), tf.int64)  # [batch, (tokens)]
+
+  def features(self, text_a: tf.Tensor, text_b: tf.Tensor | None = None) -> dict:
+    segments = [self._tokens(text_a)]
+    if text_b is None:
+      segments = [segments[0][:, :self.seq_length - 2]]
+    else:
+      segments.append(self._tokens(text_b))
+      budget = tf.fill(tf.shape(text_a), tf.constant(self.seq_length - 3, tf.int64))
+      fits = trimmed_lengths(segments[0].row_lengths(), segments[1].row_lengths(), budget)
+      segments = [tf.ragged.boolean_mask(s, tf.ragged.range(s.row_lengths()) < fit[:, None])
+                  for s, fit in zip(segments, fits)]
+    token_ids, segment_ids = tf_text.combine_segments(segments, self.cls_id, self.sep_id)
+    token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
+    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
+    return {"token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(padding_mask, tf.int32)}
+
+
+def dataset(examples: Examples, classes: list[str], text_encoder: TextEncoder, *,
+            batch_size: int, shuffle_seed: int | None = None) -> tf.data.Dataset:
+  """(features, label id) batches of `examples`; reshuffled on each pass when `shuffle_seed`
+  is given (the same order for the same seed), in file order otherwise."""
+  ids = [classes.index(label) for label in examples.labels]
+  data = tf.data.Dataset.from_tensor_slices((examples.texts, ids))
+  if shuffle_seed is not None:
+    data = data.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
+  return data.batch(batch_size).map(
+      lambda texts, label: (text_encoder.features(*texts), label),
+      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,131 @@
+"""The classifier: a pre-trained encoder (from any of the three sources `--init_checkpoint`
+reads) with BERT's classification head, dropout then one dense layer on the pooled [CLS]
+output, and the Keras function that returns it compiled (`classifier`)."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export import trained as trained_lib
+from bert_tf.finetune.data import TextEncoder
+from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
+from bert_tf.interop.huggingface import read_huggingface
+from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
+from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.model import encoder as encoder_lib
+from bert_tf.model.pretraining import pretraining_model
+from bert_tf.training.optimization import create_optimizer
+
+
+@dataclasses.dataclass
+class Pretrained:
+  """An encoder with what its text needs: its shape, vocabulary and case."""
+
+  encoder: keras.Model
+  config: BertConfig
+  vocabulary: Vocabulary
+  lower_case: bool
+
+
+def _is_run_directory(path: str) -> bool:
+  return tf.io.gfile.exists(os.path.join(path, trained_lib.WEIGHTS_FILE))
+
+
+def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
+  """(shape, vocabulary, lower case) of a train.py model_dir, a Hugging Face directory or an
+  original BERT checkpoint, without reading the weights."""
+  if _is_run_directory(model_dir):
+    for name in (trained_lib.CONFIG_FILE, trained_lib.VOCAB_FILE, trained_lib.TRAIN_CONFIG_FILE):
+      if not tf.io.gfile.exists(os.path.join(model_dir, name)):
+        raise UserError(f"{model_dir} has no {name}: is it a finished train.py model_dir?")
+    with tf.io.gfile.GFile(os.path.join(model_dir, trained_lib.TRAIN_CONFIG_FILE)) as f:
+      lower_case = json.load(f)["do_lower_case"]
+    return (BertConfig.from_json_file(os.path.join(model_dir, trained_lib.CONFIG_FILE)),
+            Vocabulary(os.path.join(model_dir, trained_lib.VOCAB_FILE)), lower_case)
+  if is_huggingface_directory(model_dir):
+    config, _ = read_huggingface(model_dir)
+    tokenizer_config = os.path.join(model_dir, "tokenizer_config.json")
+    lower_case = True
+    if tf.io.gfile.exists(tokenizer_config):
+      with tf.io.gfile.GFile(tokenizer_config) as f:
+        lower_case = json.load(f).get("do_lower_case", True)
+    return config, Vocabulary(os.path.join(model_dir, "vocab.txt")), lower_case
+  prefix = checkpoint_prefix(model_dir)
+  if is_tf1_checkpoint(prefix):
+    directory = os.path.dirname(prefix)
+    # Google's released directories say their case in their names: cased_L-12_H-768_A-12.
+    lower_case = not os.path.basename(os.path.normpath(directory)).startswith("cased")
+    return (BertConfig.from_json_file(os.path.join(directory, "bert_config.json")),
+            Vocabulary(os.path.join(directory, "vocab.txt")), lower_case)
+  raise UserError(f"--model_dir {model_dir} is neither a finished train.py model_dir, a "
+                  "Hugging Face BERT directory nor an original BERT checkpoint")
+
+
+def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained:
+  """The encoder of `model_dir` with its weights; with `from_scratch`, the same encoder with
+  random weights (drawn from Keras's seed). Build under the strategy's scope."""
+  config, vocabulary, lower_case = _read_shape(model_dir)
+  model = pretraining_model(config)  # the heads too: every format stores them
+  if not from_scratch:
+    if _is_run_directory(model_dir):
+      model.load_weights(os.path.join(model_dir, trained_lib.WEIGHTS_FILE))
+    elif is_huggingface_directory(model_dir):
+      load_huggingface(model, config, model_dir)
+    else:
+      load_tf1_checkpoint(model, config, model_dir)
+  return Pretrained(model.get_layer("bert_encoder"), config, vocabulary, lower_case)
+
+
+def classifier_model(encoder: keras.Model, num_classes: int, *,
+                     initializer_range: float = 0.02) -> keras.Model:
+  """features -> logits [batch, num_classes]: the encoder's pooled output, dropout at the
+  encoder's own rate (BERT's) and a dense layer, in float32 under mixed precision."""
+  inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in encoder_lib.INPUT_NAMES}
+  pooled = encoder(inputs)["pooled_output"]
+  rate = encoder.get_layer("embeddings_dropout").rate
+  pooled = keras.layers.Dropout(rate, name="classifier_dropout")(pooled)
+  logits = keras.layers.Dense(
+      num_classes, kernel_initializer=keras.initializers.TruncatedNormal(
+          stddev=initializer_range), dtype="float32", name="classifier")(pooled)
+  return keras.Model(inputs, logits, name="bert_classifier")
+
+
+def compile_classifier(model: keras.Model, *, learning_rate: float, train_steps: int,
+                       warmup_steps: int, jit_compile=False) -> keras.Model:
+  """BERT's fine-tuning recipe: AdamW (decay 0.01 except layer norms and biases, clipping at
+  1.0), linear warm-up then linear decay to 0 at `train_steps`; cross-entropy on logits."""
+  model.compile(
+      optimizer=create_optimizer("adamw", learning_rate=learning_rate,
+                                 warmup_steps=warmup_steps, train_steps=train_steps),
+      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+      jit_compile=jit_compile)
+  return model
+
+
+def classifier(model_dir: str, num_classes: int, *, train_steps: int, seq_length: int = 128,
+               learning_rate: float = 5e-5, warmup_steps: int | None = None,
+               from_scratch: bool = False) -> keras.Model:
+  """The compiled classifier on `model_dir`'s encoder, for `fit` on your own data.
+
+  `train_steps` is the number of updates the learning rate decays over (examples / batch size
+  * epochs); the warm-up is its first 10% unless given. `model.text_features(texts)` (or
+  `(texts_a, texts_b)`) turns raw strings into its input, with the pre-training tokenizer.
+  """
+  pretrained = load_pretrained(model_dir, from_scratch=from_scratch)
+  model = classifier_model(pretrained.encoder, num_classes,
+                           initializer_range=pretrained.config.initializer_range)
+  compile_classifier(model, learning_rate=learning_rate, train_steps=train_steps,
+                     warmup_steps=train_steps // 10 if warmup_steps is None else warmup_steps)
+  text_encoder = TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
+                             seq_length=seq_length)
+  model.text_features = lambda *texts: text_encoder.features(
+      *[tf.constant(list(t), tf.string) for t in texts])
+  return model

@@ -1,0 +1,195 @@
+"""Fine-tuning end to end on a tiny encoder: it learns a task, keeps the best epoch, writes
+metrics.json, classes.json, TensorBoard's dev run and a `classify` SavedModel whose
+probabilities in a fresh process are the Keras model's; the encoder comes from a model_dir or
+a Hugging Face directory, or random with --from_scratch; bad input is one line."""
+
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.export import trained
+from bert_tf.finetune import FinetuneConfig, classifier, finetune
+from bert_tf.finetune.data import TextEncoder
+from bert_tf.finetune.export import export_classifier
+from bert_tf.finetune.model import classifier_model, load_pretrained
+from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.model.pretraining import pretraining_model
+from bert_tf.training.config import TrainConfig
+from bert_tf.training.run_files import write_run_files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Two word lists of the built-in vocabulary: a text's label is the list its words come from.
+WORDS = {"code": ["function", "class", "return", "value", "object", "method"],
+         "debug": ["debugger", "breakpoint", "frame", "stack", "command", "line"]}
+
+
+def write_task(path, rows, columns=("text",)):
+  lines = ["\t".join([*columns, "label"])] + ["\t".join(row) for row in rows]
+  path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  return str(path)
+
+
+def examples(count, seed):
+  generator = random.Random(seed)
+  rows = []
+  for i in range(count):
+    label = sorted(WORDS)[i % 2]
+    rows.append((" ".join(generator.choices(WORDS[label], k=5)), label))
+  return rows
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, vocab_file):
+  """A train.py model_dir of a BERT of width 32, its weights as initialised."""
+  directory = str(tmp_path_factory.mktemp("encoder"))
+  vocabulary = Vocabulary(vocab_file)
+  keras.utils.set_random_seed(0)
+  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+  write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
+  pretraining_model(config).save_weights(os.path.join(directory, trained.WEIGHTS_FILE))
+  return directory
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+  directory = tmp_path_factory.mktemp("task")
+  return (write_task(directory / "train.tsv", examples(64, 0)),
+          write_task(directory / "dev.tsv", examples(32, 1)))
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory, model_dir, task):
+  output_dir = str(tmp_path_factory.mktemp("finetuned"))
+  config = FinetuneConfig(model_dir=model_dir, train_file=task[0], dev_file=task[1],
+                          output_dir=output_dir, epochs=4, learning_rate=2e-3, batch_size=8,
+                          seq_length=16)
+  return config, finetune(config)
+
+
+def test_learns_the_task_and_keeps_the_best_epoch(finetuned):
+  config, results = finetuned
+  assert results["dev_accuracy"] >= 0.9  # chance: 0.5
+  assert 1 <= results["best_epoch"] <= 4
+  with open(os.path.join(config.output_dir, "metrics.json")) as f:
+    assert json.load(f) == results
+  assert results["classes"] == ["code", "debug"]
+  assert set(results) >= {"dev_accuracy", "dev_macro_f1", "best_epoch"}
+  with open(os.path.join(config.output_dir, "classes.json")) as f:
+    assert json.load(f) == {"classes": ["code", "debug"]}
+
+
+def test_dev_figures_in_tensorboard(finetuned):
+  config, _ = finetuned
+  dev_logs = os.path.join(config.output_dir, "logs", "dev")
+  tags = {}
+  for name in os.listdir(dev_logs):
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(dev_logs, name)):
+      for value in event.summary.value:
+        tags.setdefault(value.tag, []).append(event.step)
+  assert tags["epoch_accuracy"] == [0, 1, 2, 3] == tags["epoch_macro_f1"]
+
+
+def test_exported_classify_runs_in_a_fresh_process(finetuned):
+  config, _ = finetuned
+  script = ("import json, sys, tensorflow as tf, tensorflow_text\n"
+            f"model = tf.saved_model.load({os.path.join(config.output_dir, 'export')!r})\n"
+            "out = model.signatures['classify'](text=tf.constant(['stack frame debugger', "
+            "'class method value']))\n"
+            "print(json.dumps([s.decode() for s in out['label'].numpy()]))\n")
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert json.loads(result.stdout.strip().splitlines()[-1]) == ["debug", "code"]
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_export_gives_the_keras_models_probabilities(model_dir, tmp_path, pair):
+  """The SavedModel loaded by a process that imports only tensorflow and tensorflow_text
+  gives the Keras model's probabilities on raw text to 1e-5."""
+  pretrained = load_pretrained(model_dir)
+  model = classifier_model(pretrained.encoder, 3)
+  text_encoder = TextEncoder(pretrained.vocabulary, lower_case=True, seq_length=24)
+  export_classifier(model, text_encoder, ["a", "b", "c"], str(tmp_path / "export"), pair=pair)
+  texts = [["Café naïve résumé", "The class of an object", "x " * 40, ""],
+           ["a second text", "", "short", "the frame and the stack"]][:1 + pair]
+  features = text_encoder.features(*[tf.constant(t) for t in texts])
+  expected = tf.nn.softmax(model(features, training=False)).numpy()
+  inputs = ("text_a", "text_b") if pair else ("text",)
+  script = ("import json, sys, tensorflow as tf, tensorflow_text\n"
+            f"model = tf.saved_model.load({str(tmp_path / 'export')!r})\n"
+            f"texts = json.loads({json.dumps(json.dumps(texts))})\n"
+            f"out = model.signatures['classify'](**{{name: tf.constant(t) for name, t in "
+            f"zip({inputs!r}, texts)}})\n"
+            "print(json.dumps({'p': out['probabilities'].numpy().tolist(), "
+            "'label': [s.decode() for s in out['label'].numpy()]}))\n")
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert result.returncode == 0, result.stderr[-2000:]
+  served = json.loads(result.stdout.strip().splitlines()[-1])
+  np.testing.assert_allclose(served["p"], expected, atol=1e-5)
+  assert served["label"] == [["a", "b", "c"][i] for i in expected.argmax(-1)]
+
+
+def encoder_weights(model_dir, **options):
+  return load_pretrained(model_dir, **options).encoder.get_weights()
+
+
+def test_encoder_from_model_dir_hugging_face_or_scratch(model_dir, tmp_path, vocab_file):
+  loaded = trained.load_trained(model_dir)
+  saved = loaded.model.get_layer("bert_encoder").get_weights()
+  for mine, theirs in zip(encoder_weights(model_dir), saved):
+    np.testing.assert_array_equal(mine, theirs)
+  hf_dir = export_huggingface(loaded.model, loaded.config, loaded.vocabulary,
+                              str(tmp_path / "hf"), lower_case=True)
+  from_hf = load_pretrained(hf_dir)
+  assert from_hf.config.replace(hidden_dropout_prob=0.1) == loaded.config.replace(
+      hidden_dropout_prob=0.1)
+  assert from_hf.lower_case and len(from_hf.vocabulary) == len(loaded.vocabulary)
+  for mine, theirs in zip(from_hf.encoder.get_weights(), saved):
+    np.testing.assert_allclose(mine, theirs, atol=1e-6)
+  keras.utils.set_random_seed(1)
+  scratch = encoder_weights(model_dir, from_scratch=True)
+  assert [w.shape for w in scratch] == [w.shape for w in saved]
+  assert not np.allclose(scratch[0], saved[0])
+
+
+def test_from_scratch_is_the_same_recipe_on_random_weights(finetuned):
+  config, results = finetuned
+  scratch = finetune(dataclasses.replace(config, from_scratch=True, epochs=1,
+                                         output_dir=config.output_dir + "_scratch"))
+  assert scratch["from_scratch"] and not results["from_scratch"]
+  assert scratch["train_examples"] == results["train_examples"] == 64
+
+
+def test_keras_function_returns_a_compiled_classifier(model_dir):
+  model = classifier(model_dir, 2, train_steps=8, seq_length=16, learning_rate=2e-3)
+  rows = examples(32, 2)
+  features = model.text_features([text for text, _ in rows])
+  labels = np.array([sorted(WORDS).index(label) for _, label in rows])
+  history = model.fit(features, labels, epochs=2, batch_size=8, verbose=0)
+  assert len(history.history["loss"]) == 2
+  assert model.predict(features, verbose=0).shape == (32, 2)
+
+
+def test_bad_input_is_one_line_before_training(model_dir, task, tmp_path):
+  bad_dev = write_task(tmp_path / "dev.tsv", [("frame stack", "unknown")])
+  result = subprocess.run(
+      [sys.executable, "-m", "bert_tf.finetune", f"--model_dir={model_dir}",
+       f"--train_file={task[0]}", f"--dev_file={bad_dev}", f"--output_dir={tmp_path}/out"],
+      cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"})  # as a user's
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines() == [
+      f"error: {bad_dev} has labels the training file has not: 'unknown'"]
+  assert not os.path.exists(tmp_path / "out")

@@ -1,0 +1,114 @@
+"""The probe: fine-tunes a copy of the encoder on a labelled task at each held-out evaluation;
+its figures go to metrics.json, history.jsonl, TensorBoard's eval run and the summary, and it
+leaves the run as it was: the same final weights, Python's and numpy's random states put back,
+its models collected."""
+
+import dataclasses
+import gc
+import json
+import os
+import random
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.model.pretraining import pretraining_model
+from bert_tf.training import probe
+from bert_tf.training.config import TrainConfig
+from bert_tf.training.trainer import train
+
+TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
+            train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(probe_train_file="builtin"), "give both --probe_train_file and --probe_dev_file"),
+    (dict(probe_train_file="builtin", probe_dev_file="builtin", probe_steps=0),
+     "probe_steps 0 must be positive"),
+    (dict(probe_train_file="builtin", probe_dev_file="builtin", label_column="topic"),
+     "has no column topic"),
+])
+def test_bad_probe_settings_are_one_user_error(data_dir, changes, message):
+  with pytest.raises(UserError, match=message):
+    probe.check_probe(TrainConfig(data_dir=data_dir, **changes))
+
+
+def keras_models() -> int:
+  gc.collect()
+  return sum(isinstance(thing, keras.Model) for thing in gc.get_objects())
+
+
+def test_probe_restores_random_states_frees_its_models_and_repeats(data_dir, vocab_file):
+  vocabulary = Vocabulary(vocab_file)
+  config = TrainConfig(data_dir=data_dir, probe_train_file="builtin",
+                       probe_dev_file="builtin", probe_steps=3, seq_length=32)
+  model = pretraining_model(BertConfig(
+      vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+      intermediate_size=64))
+  the_probe = probe.Probe(config, vocabulary)
+  random.seed(5)
+  np.random.seed(5)
+  python_state, numpy_state = random.getstate(), np.random.get_state()[1].copy()
+  before = keras_models()
+  first = the_probe(model)
+  assert keras_models() == before
+  assert random.getstate() == python_state
+  np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+  assert set(first) == {"probe_accuracy", "probe_random_accuracy"}
+  assert all(0 <= value <= 1 for value in first.values())
+  assert the_probe.accuracies(model.get_layer("bert_encoder")) == first  # the same seed
+
+
+def weights(model_dir):
+  values = []
+  with h5py.File(os.path.join(model_dir, "model.weights.h5"), "r") as f:
+    f.visititems(lambda name, item: values.append((name, item[()]))
+                 if isinstance(item, h5py.Dataset) else None)
+  return values
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data_dir, vocab_file):
+  """The same tiny run without and with a probe at each checkpoint (steps 3 and 6)."""
+  base = TrainConfig(data_dir=data_dir, vocab_file=vocab_file, **TINY)
+  plain = dataclasses.replace(base, model_dir=str(tmp_path_factory.mktemp("plain")))
+  probed = dataclasses.replace(base, model_dir=str(tmp_path_factory.mktemp("probed")),
+                               probe_train_file="builtin", probe_dev_file="builtin",
+                               probe_steps=4)
+  return (plain, train(plain)), (probed, train(probed))
+
+
+def test_the_probe_does_not_change_the_run(runs):
+  (plain, plain_metrics), (probed, probed_metrics) = runs
+  plain_weights, probed_weights = weights(plain.model_dir), weights(probed.model_dir)
+  assert [name for name, _ in plain_weights] == [name for name, _ in probed_weights]
+  for (name, mine), (_, theirs) in zip(plain_weights, probed_weights):
+    np.testing.assert_array_equal(mine, theirs, err_msg=name)
+  for name in ("loss", "mlm_accuracy", "nsp_accuracy"):
+    assert plain_metrics[name] == probed_metrics[name]
+  assert "probe_accuracy" not in plain_metrics
+
+
+def test_probe_figures_go_where_the_held_out_figures_go(runs):
+  _, (probed, metrics) = runs
+  assert 0 <= metrics["probe_accuracy"] <= 1 and 0 <= metrics["probe_random_accuracy"] <= 1
+  with open(os.path.join(probed.model_dir, "metrics.json")) as f:
+    assert json.load(f)["probe_accuracy"] == metrics["probe_accuracy"]
+  with open(os.path.join(probed.model_dir, "history.jsonl")) as f:
+    records = [json.loads(line) for line in f if "probe_accuracy" in line]
+  assert [r["step"] for r in records] == [3, 6]
+  assert records[-1]["probe_accuracy"] == metrics["probe_accuracy"]
+  eval_logs = os.path.join(probed.model_dir, "logs", "eval")
+  steps = [event.step for name in os.listdir(eval_logs)
+           for event in tf.compat.v1.train.summary_iterator(os.path.join(eval_logs, name))
+           for value in event.summary.value if value.tag == "epoch_probe_accuracy"]
+  assert len(steps) == 2
+  with open(os.path.join(probed.model_dir, "summary.txt")) as f:
+    assert (f"Probe: dev accuracy {metrics['probe_accuracy']:.3f}" in f.read())
+  assert os.path.getsize(os.path.join(probed.model_dir, "curves.png")) > 0
