@@ -27,3 +27,12 @@ def test_split_names_every_kind_and_the_rest():
   clock.add(run_time.EVALUATIONS, 3)
   assert clock.split() == ("Wall time 1m 40s: training 80% (1m 20s), checkpoints 12% (12s), "
                            "held-out evaluations 3% (3s), other 5% (5s)")
+
+
+def test_a_call_timed_inside_another_counts_under_its_own_kind_only():
+  clock = run_time.Clock()
+  probe = clock.timing(run_time.PROBES, time.sleep)
+  evaluation = clock.timing(run_time.EVALUATIONS, lambda: (time.sleep(0.05), probe(0.2)))
+  evaluation()
+  assert 0.2 <= clock.seconds[run_time.PROBES] < 0.3
+  assert 0.05 <= clock.seconds[run_time.EVALUATIONS] < 0.15

@@ -11,6 +11,7 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import huggingface, tf1_checkpoint
+from bert_tf.model_dir import is_training_directory
 
 ACCEPTED = ("a bert_tf model_dir, an original BERT checkpoint (the bert_model.ckpt prefix or "
             "its directory, with bert_config.json beside it) or a Hugging Face BertForPreTraining "
@@ -67,7 +68,6 @@ def _check_model_dir(path: str, config: BertConfig) -> None:
 def check(path: str, config: BertConfig) -> None:
   """Raises a one-line UserError unless `path` is empty, a bert_tf model_dir of a model of
   `config`, or a checkpoint that `load` reads into one."""
-  from bert_tf.training.checkpointing import is_training_directory
   if not path:
     return
   if is_training_directory(path):

@@ -35,18 +35,13 @@ import tensorflow as tf
 
 from bert_tf import console
 from bert_tf.errors import UserError
+from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.training import failures
 from bert_tf.training.callbacks import StepCounter
 
 log = logging.getLogger("bert_tf")
 
-CHECKPOINTS = "checkpoints"  # under model_dir
 LOSS_CHECK_EVERY = 100  # steps between reads of the loss, besides each save
-
-
-def is_training_directory(path: str) -> bool:
-  """A bert_tf model_dir with at least one checkpoint."""
-  return tf.io.gfile.exists(os.path.join(path, CHECKPOINTS, "checkpoint"))
 
 
 class UnreadableCheckpoint(Exception):

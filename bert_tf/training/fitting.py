@@ -47,12 +47,16 @@ class Watchers:
         if datasets.has_held_out(config) else None,
         steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
         train_steps=config.train_steps, log_dir=os.path.join(logs, "eval"),
-        curves=self.curves, probe=probe.for_run(config, vocabulary),
+        curves=self.curves, probe=self._timed_probe(config, vocabulary),
     ) if datasets.has_held_out(config) or probe.has_probe(config) else None
     self._after_guard = [
         *([callbacks_lib.Timed(self.held_out, self.clock, run_time.EVALUATIONS)]
           if self.held_out else []),
         self.curves, tensorboard, *shown]  # the curves written after the evaluation
+
+  def _timed_probe(self, config: TrainConfig, vocabulary: Vocabulary):
+    run_probe = probe.for_run(config, vocabulary)
+    return self.clock.timing(run_time.PROBES, run_probe) if run_probe else None
 
   def callbacks(self, guard: keras.callbacks.Callback) -> list:
     """The callbacks for `fit`, around the checkpointing `guard` (timed as checkpoints): the

@@ -10,6 +10,7 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
+from bert_tf.model_dir import is_training_directory
 from bert_tf.training import checkpointing
 from bert_tf.training.config import TrainConfig
 
@@ -24,7 +25,7 @@ def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras
   start_step = checkpointer.restore(strategy)
   if start_step:
     log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
-  elif config.init_checkpoint and checkpointing.is_training_directory(config.init_checkpoint):
+  elif config.init_checkpoint and is_training_directory(config.init_checkpoint):
     try:
       step = checkpointer.continue_from(config.init_checkpoint)
     except checkpointing.UnreadableCheckpoint as e:

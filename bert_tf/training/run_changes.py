@@ -27,7 +27,7 @@ from bert_tf.data.data_position import DataPosition
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import trained
-from bert_tf.training import checkpointing
+from bert_tf.model_dir import is_training_directory
 from bert_tf.training.config import TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -73,7 +73,7 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
   """Compares this run with the model_dir's last one (nothing to compare before its first
   checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
   recorded_settings = _read_json(trained.TRAIN_CONFIG_FILE, config.model_dir)
-  if not (checkpointing.is_training_directory(config.model_dir) and recorded_settings):
+  if not (is_training_directory(config.model_dir) and recorded_settings):
     return RunChanges()
   model_lines = _model_differences(config.model_dir, bert_config, vocabulary)
   if model_lines:

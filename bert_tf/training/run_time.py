@@ -22,11 +22,13 @@ def duration(seconds: float) -> str:
 
 
 class Clock:
-  """Seconds by kind of work, and the wall time since it was made."""
+  """Seconds by kind of work, and the wall time since it was made. A timed call inside another
+  (a probe inside a held-out evaluation) counts under its own kind only."""
 
   def __init__(self):
     self.started = time.perf_counter()
     self.seconds = {}
+    self._nested = []  # per timed call under way: the seconds of the calls timed inside it
 
   def add(self, kind: str, seconds: float) -> None:
     self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
@@ -36,10 +38,14 @@ class Clock:
     @functools.wraps(function)
     def timed(*args, **kwargs):
       start = time.perf_counter()
+      self._nested.append(0.0)
       try:
         return function(*args, **kwargs)
       finally:
-        self.add(kind, time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        self.add(kind, elapsed - self._nested.pop())
+        if self._nested:
+          self._nested[-1] += elapsed
     return timed
 
   def split(self) -> str:

@@ -14,6 +14,7 @@ import keras
 
 from bert_tf.data.data_position import DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.training import checkpointing, finishing, fitting, initialisation, optimization
 from bert_tf.training import precision, preparation, run_changes, run_files, run_lock
 from bert_tf.training import strategy as strategy_lib
@@ -43,7 +44,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           pretraining_model(bert_config), optimization.optimizer_for(config),
           data_position=data_position, **_compile_options(config))
       checkpointer = checkpointing.Checkpointer(
-          os.path.join(config.model_dir, checkpointing.CHECKPOINTS), model, model.optimizer,
+          os.path.join(config.model_dir, CHECKPOINTS), model, model.optimizer,
           keep=config.keep_checkpoints, data_position=data_position.last_consumed)
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
       changes.restart_stream(data_position, checkpointer.step)
