@@ -9,6 +9,7 @@ from bert_tf.data.config import pipeline_options
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
 from bert_tf.training import strategy as strategy_lib
 from bert_tf.training.config import TrainConfig
 
@@ -40,9 +41,13 @@ def has_held_out(config: TrainConfig) -> bool:
 
 
 def held_out_batches(config: TrainConfig, vocabulary: Vocabulary) -> tf.data.Dataset:
-  """The held-out batches (`has_held_out`), the same on each call."""
-  return batches(config, vocabulary, config.eval_files or config.input_files,
-                 batch_size=config.global_batch_size, seed=config.seed, held_out=True)
+  """The held-out batches (`has_held_out`), the same on each call. Files listed at the start
+  of the run and gone since are an input failure (`NotFoundError`), as a training file's."""
+  try:
+    return batches(config, vocabulary, config.eval_files or config.input_files,
+                   batch_size=config.global_batch_size, seed=config.seed, held_out=True)
+  except UserError as e:
+    raise tf.errors.NotFoundError(None, None, str(e)) from None
 
 
 def measured_batches(config: TrainConfig, vocabulary: Vocabulary) -> tf.data.Dataset:

@@ -13,6 +13,7 @@ line, and each setting declares what changing it does (`change=` in its `setting
 The table: docs/reliability.md.
 """
 
+import concurrent.futures
 import dataclasses
 import json
 import logging
@@ -40,10 +41,12 @@ _NAMES_SHOWN = 5  # files named in a line about the corpus, before "and N more"
 
 
 def corpus_fingerprint(config: TrainConfig) -> dict[str, list[int]]:
-  """Each training file's size and modification time."""
-  stats = {path: tf.io.gfile.stat(path)
-           for path in corpus.list_files(config.input_files, config.data_dir)}
-  return {path: [stat.length, stat.mtime_nsec] for path, stat in stats.items()}
+  """Each training file's size and modification time, asked in parallel (each a round trip
+  on a remote file system)."""
+  paths = corpus.list_files(config.input_files, config.data_dir)
+  with concurrent.futures.ThreadPoolExecutor(min(32, len(paths))) as pool:
+    stats = list(pool.map(tf.io.gfile.stat, paths))
+  return {path: [stat.length, stat.mtime_nsec] for path, stat in zip(paths, stats)}
 
 
 def write_corpus_fingerprint(config: TrainConfig) -> None:
