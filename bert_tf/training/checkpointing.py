@@ -97,15 +97,9 @@ class Checkpointer:
                data_position: tf.Variable):
     self.optimizer = optimizer
     self.model = model
-    seed_states = _random_states(model)
     self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                          seed_states=seed_states,
+                                          seed_states=_random_states(model),
                                           data_position=data_position)
-    # The dropout random state before the step under way (a device-side copy, no wait): a
-    # step whose input fails may have advanced it, its update not waiting for the input.
-    self._seed_states = seed_states
-    self._seeds_before_step = [tf.Variable(tf.convert_to_tensor(state), trainable=False)
-                               for state in seed_states]
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
 
   @property
@@ -155,17 +149,6 @@ class Checkpointer:
     _restore_fitting(tf.train.Checkpoint(model=self.model, optimizer=self.optimizer), latest,
                      "check --init_checkpoint", partial=True)
     return self.step
-
-  def step_starts(self) -> None:
-    for copy, state in zip(self._seeds_before_step, self._seed_states):
-      copy.assign(tf.convert_to_tensor(state))
-
-  def undo_failed_step(self) -> None:
-    """Puts the dropout random state back to the start of the step that failed (its input):
-    the step did not happen, so a checkpoint now resumes exactly (with steps_per_execution 1;
-    a larger one takes the state of the failed execution's start)."""
-    for copy, state in zip(self._seeds_before_step, self._seed_states):
-      state.assign(tf.convert_to_tensor(copy))
 
   @property
   def latest_step(self) -> int:
@@ -236,9 +219,6 @@ class CheckpointEvery(StepCounter):
     self._next_loss_check = self.step + LOSS_CHECK_EVERY
     self._previous_handlers = {signum: signal.signal(signum, self._on_signal)
                                for signum in _STOP_SIGNALS}
-
-  def on_train_batch_begin(self, batch, logs=None):
-    self.checkpointer.step_starts()
 
   def on_train_batch_end(self, batch, logs=None):
     super().on_train_batch_end(batch, logs)

@@ -75,7 +75,6 @@ def _input_failures_saved(checkpointer: checkpointing.Checkpointer):
   except failures.INPUT_ERRORS as e:
     step = checkpointer.step
     if checkpointer.latest_step != step:
-      checkpointer.undo_failed_step()
       checkpointer.save()
     raise checkpointing.TrainingStopped(
         f"could not read the input at step {step}: {failures.describe(e)}; saved at step "

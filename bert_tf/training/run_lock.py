@@ -25,6 +25,7 @@ import uuid
 import tensorflow as tf
 
 from bert_tf.errors import UserError
+from bert_tf.training import failures
 
 log = logging.getLogger("bert_tf")
 
@@ -84,7 +85,7 @@ class RunLock:
       tf.io.gfile.makedirs(model_dir)
       holder = _read(lock.path)
     except tf.errors.OpError as e:
-      raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
+      raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
     if holder and not _abandoned(holder):
       raise lock._in_use(holder)
     if holder:
@@ -93,7 +94,7 @@ class RunLock:
     try:
       lock._write()
     except tf.errors.OpError as e:
-      raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
+      raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
     holder = _read(lock.path)
     if not holder or holder["token"] != lock.record["token"]:  # another run won the race
       raise lock._in_use(holder or lock.record)
