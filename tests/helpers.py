@@ -125,9 +125,13 @@ def weights(path):
   if not path.endswith(".h5"):
     path = os.path.join(path, "model.weights.h5")
   values = {}
+
+  def keep(name, item):  # returns None: `visititems` stops at the first other return value
+    if isinstance(item, h5py.Dataset):
+      values[name] = np.array(item)
+
   with h5py.File(path, "r") as f:
-    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
-                 if isinstance(item, h5py.Dataset) else None)
+    f.visititems(keep)
   return values
 
 
