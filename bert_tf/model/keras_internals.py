@@ -21,6 +21,7 @@ still needs internals, and the optimizers two more:
   slots and its weight-decay exclusions, which Keras exposes to its own subclasses only
   (`adam_slots`, `is_decayed`).
 
+Why each internal is needed, and how the rest of the step works: docs/design.md#the-training-step.
 Importing this module checks the installed Keras against `TESTED_KERAS`, so that a newer Keras,
 whose internals may differ, fails here in one line rather than deep inside `fit`.
 """
