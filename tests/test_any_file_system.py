@@ -25,7 +25,7 @@ model_dir = "ram://bert_tf_run"
 config = TrainConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
                      config="bert_tiny", seq_length=32, max_predictions_per_seq=5,
                      global_batch_size=4, train_steps=4, checkpoint_every=2, warmup_steps=1,
-                     eval_steps=1, verbose=0)
+                     eval_steps=1, log_every=1, verbose=0)
 first = train(config)
 history = tf.io.gfile.GFile(f"{model_dir}/history.jsonl").read()
 resumed = train(TrainConfig(**{**config.__dict__, "train_steps": 6}))  # resumes at step 4

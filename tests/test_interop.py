@@ -13,7 +13,7 @@ import transformers
 
 from bert_tf.config import BertConfig
 from bert_tf.data.normalization import BertNormalizer
-from bert_tf.data.tokenization import SPECIAL_TOKENS, Vocabulary
+from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import export_huggingface, load_huggingface, read_huggingface
 from bert_tf.interop.keras_hub_preset import export_keras_hub, preset_tokenizer
@@ -254,7 +254,7 @@ def character_vocabulary(path, texts, lower_case):
     characters |= set(unicodedata.normalize("NFKC", unicodedata.normalize("NFD", text)).casefold())
   characters = sorted(c for c in characters if unicodedata.category(c)[0] not in "CZ")
   with open(path, "w", encoding="utf-8") as f:
-    f.write("\n".join([*SPECIAL_TOKENS, *characters, *("##" + c for c in characters)]) + "\n")
+    f.write("\n".join([*REQUIRED_TOKENS, *characters, *("##" + c for c in characters)]) + "\n")
   return Vocabulary(path)
 
 

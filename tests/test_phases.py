@@ -11,7 +11,7 @@ import tensorflow as tf
 from helpers import run
 
 SHORT = ["--train_steps=4", "--decay_steps=8", "--warmup_steps=2", "--checkpoint_every=2",
-         "--global_batch_size=8", "--eval_steps=2", "--verbose"]
+         "--global_batch_size=8", "--eval_steps=2", "--log_every=1", "--verbose"]
 
 
 def checkpoint_values(model_dir, step):

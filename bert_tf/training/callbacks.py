@@ -52,7 +52,8 @@ def metric_totals(model: keras.Model) -> dict:
     names, leaves = ((list(metric.result()), metric.metrics) if hasattr(metric, "metrics")
                      else ([metric.name], [metric]))
     for name, leaf in zip(names, leaves):
-      values = [float(keras.ops.convert_to_numpy(v.value)) for v in leaf.variables]
+      # TensorFlow's read, not numpy's: numpy cannot read a MultiWorkerMirroredStrategy variable.
+      values = [float(tf.convert_to_tensor(v.value)) for v in leaf.variables]
       totals[name] = (values[0], values[1] if len(values) > 1 else None)
   return totals
 
