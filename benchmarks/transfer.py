@@ -7,9 +7,8 @@ and spread of the dev accuracy side by side.
 
 A third column, `--contenders=ours,scratch,transformers`, fine-tunes transformers'
 `BertForSequenceClassification` from our Hugging Face export of the same encoder with the same
-data and recipe: `transformers_accuracy` below calls `benchmarks/transfer_transformers.py`'s
-`dev_accuracy(hf_dir, train_file, dev_file, text_columns, label_column, epochs, learning_rate,
-batch_size, seq_length, seed) -> float`, written separately.
+data and recipe (`benchmarks/transfer_transformers.py`); each contender's figure is the dev
+accuracy of its best epoch.
 """
 
 import argparse
@@ -44,11 +43,12 @@ def transformers_accuracy(args, seed: int, work_dir: str) -> float:
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)
-  return transfer_transformers.dev_accuracy(
+  return transfer_transformers.finetune_transformers(
       hf_dir, builtin_task.resolve(args.train_file, args.data_dir, 0),
-      builtin_task.resolve(args.dev_file, args.data_dir, 1), args.text_columns,
-      args.label_column, args.epochs, args.learning_rate, args.batch_size, args.seq_length,
-      seed)
+      builtin_task.resolve(args.dev_file, args.data_dir, 1),
+      text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
+      epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
+      seq_length=args.seq_length, seed=seed, verbose=False)
 
 
 CONTENDERS = {
