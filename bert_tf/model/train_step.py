@@ -8,7 +8,8 @@ Keras's own `train_step` is replaced, for what Keras does not do:
   nothing crosses replicas until the one `apply_gradients`, so it works under every strategy,
   and `optimizer.iterations` (hence the learning-rate schedule) counts updates;
 - each batch's stream positions (a feature the model does not take) are recorded in the run's
-  `DataPosition`, given to `compile_for_pretraining`, so that a resumed run starts after them.
+  `DataPosition`, given to `compile_for_pretraining`, so that a resumed run starts after them;
+- the whole step waits for its batch, so that a read that fails leaves no state changed.
 
 Two failures of Keras 3.15 under tf.distribute are mended:
 - `steps_per_execution` > 1 under `MirroredStrategy` ("You must feed a value for placeholder
@@ -84,6 +85,14 @@ class PretrainingModel(BuiltBeforeFit):
     return [g / parts for g in total]
 
   def train_step(self, data):
+    # Nothing of the step may run before its batch is read: what does not take the batch
+    # (dropout's random state, the optimizer's step count) would otherwise run while the read
+    # is pending and stay done when it fails, and the step saved then would not be the one
+    # trained (docs/reliability.md#input-that-fails-mid-run).
+    with tf.control_dependencies(tf.nest.flatten(data)):
+      return self._update(data)
+
+  def _update(self, data):
     x, y, sample_weight = data
     x = data_position_lib.take_from(x, self.data_position)
     parts = self.gradient_accumulation_steps
