@@ -2,7 +2,6 @@
 
 import os
 import sys
-import traceback
 
 from absl import app, flags
 
@@ -10,7 +9,6 @@ from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
 from bert_tf import settings  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.training.config import TrainConfig  # noqa: E402  (no TensorFlow import)
 
 settings.define_flags(TrainConfig)
@@ -25,14 +23,6 @@ def command_line(argv: list[str]) -> list[str]:
   return argv if len(argv) > 1 else [*argv, f"--flagfile={QUICKSTART}"]
 
 
-def _stop(line: str, status: int) -> None:
-  """Ends with one line on stderr; --verbosity=debug shows the traceback before it."""
-  if FLAGS.verbosity >= console.VERBOSITY["debug"]:
-    traceback.print_exc()
-  print(line, file=sys.stderr)
-  sys.exit(status)
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -42,16 +32,15 @@ def main(argv):
   import tensorflow as tf
   from bert_tf.export import examples
   from bert_tf.training import checkpointing, failures, report, strategy, trainer
-  try:
-    metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
-  except UserError as e:
-    _stop(f"error: {e}", 2)
-  except checkpointing.TrainingStopped as e:
-    _stop(f"stopped: {e}", 1)
-  except failures.INPUT_ERRORS as e:  # after training (fitting saves when it fails during)
-    _stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
-  except KeyboardInterrupt:  # Ctrl-C outside the training steps (those save, then stop)
-    _stop("interrupted: the latest checkpoint is kept; re-run the command to go on", 130)
+  # Ctrl-C outside the training steps (those save, then stop):
+  with console.errors_in_one_line(
+      interrupted="interrupted: the latest checkpoint is kept; re-run the command to go on"):
+    try:
+      metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
+    except checkpointing.TrainingStopped as e:
+      console.stop(f"stopped: {e}", 1)
+    except failures.INPUT_ERRORS as e:  # after training (fitting saves when it fails during)
+      console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
   print(report.summary(metrics))
   if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).

@@ -119,14 +119,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
-  from bert_tf.errors import UserError
-  config = settings.from_flags(AuditConfig)
-  try:
+  with console.errors_in_one_line():
+    config = settings.from_flags(AuditConfig)
     texts, summary = audit(config, config.num_examples,
                            0 if config.json else config.show_examples)
-  except UserError as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   if config.json:
     print(json.dumps(summary))
     return

@@ -21,7 +21,10 @@ import os
 import re
 import sys
 import tempfile
+import traceback
 import warnings
+
+from bert_tf.errors import UserError
 
 # Lines TensorFlow's and tensorflow-text's libraries print while they load.
 STARTUP_NOISE = re.compile(
@@ -104,6 +107,28 @@ def configure(verbosity: int) -> None:
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   warnings.filterwarnings("ignore", message=r"`shuffle=True` was passed", category=UserWarning)
+
+
+def stop(line: str, exit_status: int):
+  """Ends the command with one line on stderr and `exit_status`; with --verbosity=debug (which
+  `configure` gives the `bert_tf` logger as DEBUG) the traceback first."""
+  if log.isEnabledFor(logging.DEBUG):
+    traceback.print_exc()
+  status("")  # a progress line in place ends first
+  print(line, file=sys.stderr)
+  sys.exit(exit_status)
+
+
+@contextlib.contextmanager
+def errors_in_one_line(interrupted: str = "interrupted"):
+  """Runs a command's work: a `UserError` ends it with `error: <what>` and status 2, Ctrl-C
+  with the line `interrupted` and status 130."""
+  try:
+    yield
+  except UserError as e:
+    stop(f"error: {e}", 2)
+  except KeyboardInterrupt:
+    stop(interrupted, 130)
 
 
 # The in-place progress line on a terminal: the text last drawn, redrawn after other lines.

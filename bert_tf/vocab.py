@@ -12,22 +12,18 @@ if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-u
 from bert_tf import settings  # noqa: E402
 from bert_tf.data.config import VocabularyConfig  # noqa: E402
 from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
-  config = settings.from_flags(VocabularyConfig)
-  try:
+  with console.errors_in_one_line():
+    config = settings.from_flags(VocabularyConfig)
     vocabulary = build_vocabulary(
         config.input_files, config.vocab_file, vocab_size=config.vocab_size,
         lower_case=config.do_lower_case, input_format=config.input_format,
         min_token_count=config.min_token_count, data_dir=config.data_dir)
-  except UserError as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 

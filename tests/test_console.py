@@ -7,6 +7,7 @@ import os
 import pytest
 
 from bert_tf import console
+from bert_tf.errors import UserError
 
 STARTUP_LINES = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
@@ -79,3 +80,23 @@ def test_log_lines_are_plain_and_clear_of_the_progress_line(capsys, configured):
                           "step 1/2 | loss: 1.0000" "\r\033[K" "step 2/2 | loss: 0.5000\n")
   assert captured.err == "checkpoint at step 1\nsomething to know\n"
   assert logging.getLogger("tensorflow").level == logging.WARNING
+
+
+@pytest.mark.parametrize("raised,line,exit_status", [
+    (UserError("no file matches 'corpus/*.txt'"), "error: no file matches 'corpus/*.txt'", 2),
+    (KeyboardInterrupt(), "interrupted", 130)])
+def test_a_command_ends_with_one_line_and_its_status(capsys, configured, raised, line,
+                                                     exit_status):
+  with pytest.raises(SystemExit) as stopped, console.errors_in_one_line():
+    raise raised
+  assert stopped.value.code == exit_status
+  assert capsys.readouterr().err == line + "\n"
+
+
+def test_debug_shows_the_traceback_before_the_line(capsys, configured):
+  console.configure(verbosity=console.VERBOSITY["debug"])
+  with pytest.raises(SystemExit), console.errors_in_one_line():
+    raise UserError("the vocabulary has 10 tokens, the model 53")
+  err = capsys.readouterr().err
+  assert err.startswith("Traceback") and err.endswith("error: the vocabulary has 10 tokens, "
+                                                      "the model 53\n")

@@ -26,15 +26,11 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(FLAGS.verbosity)
-  from bert_tf.errors import UserError
   from bert_tf.export.trained import export, load_trained
-  try:
+  with console.errors_in_one_line():
     trained = load_trained(FLAGS.model_dir)
     log.info("Exporting %s as %s to %s", FLAGS.model_dir, FLAGS.format, FLAGS.output)
     export(trained, FLAGS.format, FLAGS.output, top_k=FLAGS.top_k)
-  except UserError as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   print(f"wrote {FLAGS.output}")
 
 

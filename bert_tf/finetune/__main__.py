@@ -9,7 +9,6 @@ from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
 from bert_tf import settings  # noqa: E402
-from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.finetune.config import FinetuneConfig  # noqa: E402  (no TensorFlow import)
 
 
@@ -17,13 +16,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
-  config = settings.from_flags(FinetuneConfig)
-  from bert_tf.finetune.training import finetune
-  try:
+  with console.errors_in_one_line():
+    config = settings.from_flags(FinetuneConfig)
+    from bert_tf.finetune.training import finetune
     results = finetune(config)
-  except UserError as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: dev accuracy "
         f"{results['dev_accuracy']:.4f}, macro F1 {results['dev_macro_f1']:.4f}. The "
         f"classifier is in {config.output_dir}/export (signature classify).")
