@@ -4,6 +4,7 @@ read and written with safetensors' numpy API."""
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -98,8 +99,23 @@ def check_config(directory: str, config: BertConfig) -> None:
                     f"{different}")
 
 
+def canonical_names(state: dict) -> dict:
+  """The state under `BertForPreTraining`'s names, as transformers reads a published one: a
+  base model's weights (BertModel's, saved without the `bert.` prefix) under `bert.`, and the
+  layer norms of older uploads (`LayerNorm.gamma`, `LayerNorm.beta`) as `weight`, `bias`."""
+  renamed = {}
+  for name, value in state.items():
+    name = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", name)
+    name = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)
+    if name.startswith(("embeddings.", "encoder.", "pooler.")):
+      name = "bert." + name
+    renamed[name] = value
+  return renamed
+
+
 def read_huggingface(directory: str):
-  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights)."""
+  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights) of
+  any BERT class: `BertForPreTraining`, or one with fewer heads or another's."""
   from safetensors import SafetensorError
   from safetensors.numpy import load_file
 
@@ -108,21 +124,24 @@ def read_huggingface(directory: str):
   if not tf.io.gfile.exists(weights):
     raise UserError(f"{directory} has no {WEIGHTS} (only safetensors weights are read)")
   try:
-    state = dict(load_file(weights))
+    state = canonical_names(load_file(weights))
   except (SafetensorError, OSError) as e:
     raise UserError(f"{weights} is not a readable safetensors file: {e}") from None
   # Tied copies that some versions save besides the originals.
   for tied, original in (("cls.predictions.decoder.weight",
                           "bert.embeddings.word_embeddings.weight"),
                          ("cls.predictions.decoder.bias", "cls.predictions.bias")):
-    if tied in state:
-      if not np.array_equal(state.pop(tied), state.get(original)):
+    if tied in state and original not in state:
+      state[original] = state.pop(tied)  # saved under the tied name alone
+    elif tied in state:
+      if not np.array_equal(state.pop(tied), state[original]):
         raise UserError(f"{directory}: {tied} is not tied to {original}")
   state.pop("bert.embeddings.position_ids", None)  # a buffer, not a weight
   return config, state
 
 
 def load_huggingface(model: keras.Model, config: BertConfig, directory: str) -> None:
-  """Initialises `model` (both heads) from a Hugging Face `BertForPreTraining` directory."""
+  """Initialises `model` from a Hugging Face BERT directory: both heads from a
+  `BertForPreTraining` one (see `state.load_state` for one with fewer)."""
   check_config(directory, config)
   load_state(model, config, read_huggingface(directory)[1], directory)

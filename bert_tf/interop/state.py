@@ -1,10 +1,14 @@
 """Our Keras model <-> the canonical state (Hugging Face `BertForPreTraining` names, layouts)."""
 
+import logging
+
 import keras
 import numpy as np
 
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")
 
 
 def _dense(prefix):
@@ -93,22 +97,53 @@ def model_state(model: keras.Model, config: BertConfig) -> dict:
           for path, (name, transform) in name_map(config).items()}
 
 
+# The parts of the pre-training model that a published checkpoint may lack, by the prefix of
+# their canonical names: a base model (BertModel) has no heads, a masked-LM one
+# (BertForMaskedLM) no NSP head and no pooler. Such a part starts from its initial weights.
+OPTIONAL_PARTS = {"bert.pooler.": "the pooler", "cls.predictions.": "the MLM head",
+                  "cls.seq_relationship.": "the NSP head"}
+# Where the pre-training model's own weights live; anything else (a task head such as
+# `classifier.*`) is another model's part, not read.
+OWN_PREFIXES = ("bert.", "cls.predictions.", "cls.seq_relationship.")
+
+
+def _absent_parts(missing: list[str], expected: set) -> tuple[list[str], list[str]]:
+  """(names of the optional parts missing whole, the missing names outside them)."""
+  parts = [prefix for prefix in OPTIONAL_PARTS
+           if {name for name in expected if name.startswith(prefix)} <= set(missing)]
+  return ([OPTIONAL_PARTS[prefix] for prefix in parts],
+          [name for name in missing if not name.startswith(tuple(parts))])
+
+
+def _listed(names: list[str]) -> str:
+  return f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+
+
 def load_state(model: keras.Model, config: BertConfig, state: dict, source: str) -> None:
-  """Assigns every variable of `model` from `state`; anything left over or missing, or of
-  the wrong shape, is an error that names it."""
+  """Assigns the variables of `model` from `state`. A head or the pooler the checkpoint has
+  none of keeps its initial weights, and weights of another model's task head are not read,
+  each said in a line; any other weight missing or left over, or of the wrong shape, is an
+  error that names it."""
   mapping = name_map(config)
   expected = {name for name, _ in mapping.values()}
-  missing = sorted(expected - set(state))
-  unexpected = sorted(set(state) - expected)
+  absent, missing = _absent_parts(sorted(expected - set(state)), expected)
+  left_over = sorted(set(state) - expected)
+  unexpected = [name for name in left_over if name.startswith(OWN_PREFIXES)]
   if missing or unexpected:
     raise UserError(
         f"{source} does not fit the model: "
-        + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; "
-           if missing else "")
-        + (f"unexpected {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}"
-           if unexpected else ""))
+        + (f"missing {_listed(missing)}; " if missing else "")
+        + (f"unexpected {_listed(unexpected)}" if unexpected else ""))
+  if absent:
+    log.warning("%s has no weights for %s: initialised at random", source, " or ".join(absent))
+  other_models = [name for name in left_over if name not in unexpected]
+  if other_models:
+    log.warning("%s: weights of another model's head not read: %s", source,
+                _listed(other_models))
   variables = {v.path: v for v in model.weights}
   for path, (name, transform) in mapping.items():
+    if name not in state:
+      continue  # an absent part
     variable = variables[path]
     value = np.asarray(state[name], np.float32)
     canonical_shape = _to_canonical(np.zeros(variable.shape, np.float32), transform,

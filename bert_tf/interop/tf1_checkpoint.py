@@ -2,8 +2,10 @@
 
 Variable names such as `bert/encoder/layer_0/attention/self/query/kernel` map one to one onto
 the canonical (Hugging Face) names; kernels are transposed. Optimizer slots (`adam_m`,
-`adam_v`) and `global_step` are known and skipped; any other name that does not map is an
-error.
+`adam_v`) and `global_step` are known and skipped. Variables outside `bert/` and the two
+pre-training heads belong to another model's head (`output_weights` of run_classifier.py,
+`cls/squad/` of run_squad.py): they are said and not read. Any other name that does not map is
+an error.
 """
 
 import os
@@ -18,10 +20,14 @@ from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state
 
 _SKIPPED = re.compile(r"(/adam_[mv]$|^global_step$)")
+_PRETRAINING_MODEL = ("bert/", "cls/predictions/", "cls/seq_relationship/")
 
 
 def canonical_name(tf1_name: str):
-  """(canonical name, transpose?) of an original BERT variable name."""
+  """(canonical name, transpose?) of an original BERT variable name; (None, False) for one
+  that is not the pre-training model's."""
+  if not tf1_name.startswith(_PRETRAINING_MODEL):
+    return None, False
   parts = tf1_name.split("/")
   transpose = parts[-1] == "kernel"
   last = {"kernel": "weight", "gamma": "weight", "beta": "bias", "bias": "bias"}.get(parts[-1])
@@ -56,20 +62,25 @@ def checkpoint_prefix(path: str) -> str:
 
 
 def read_tf1_checkpoint(prefix: str) -> dict:
-  """The canonical state of an original BERT checkpoint."""
+  """The canonical state of an original BERT checkpoint; another model's head stays under its
+  own names (for `load_state` to say it is not read)."""
   reader = tf.train.load_checkpoint(prefix)
   state, unknown = {}, []
   for name in sorted(reader.get_variable_to_shape_map()):
     if _SKIPPED.search(name):
       continue
     canonical, transpose = canonical_name(name)
+    if canonical is None and not name.startswith(_PRETRAINING_MODEL):
+      state[name] = reader.get_tensor(name)  # another model's head
+      continue
     if canonical is None:
       unknown.append(name)
       continue
     value = np.asarray(reader.get_tensor(name), np.float32)
     state[canonical] = value.T if transpose else value
   if unknown:
-    raise UserError(f"{prefix}: variables that are not original BERT's: {', '.join(unknown)}")
+    raise UserError(f"{prefix}: variables that are not original BERT's: "
+                    f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
   return state
 
 
@@ -90,7 +101,7 @@ def check_config(prefix: str, config: BertConfig) -> None:
 
 
 def load_tf1_checkpoint(model: keras.Model, config: BertConfig, path: str) -> None:
-  """Initialises `model` (both heads) from an original BERT checkpoint whose
+  """Initialises `model` (both heads, if it has them) from an original BERT checkpoint whose
   `bert_config.json` (beside the checkpoint) makes the model `config` makes."""
   prefix = checkpoint_prefix(path)
   check_config(prefix, config)
