@@ -130,10 +130,9 @@ def load_state(model: keras.Model, config: BertConfig, state: dict, source: str)
   left_over = sorted(set(state) - expected)
   unexpected = [name for name in left_over if name.startswith(OWN_PREFIXES)]
   if missing or unexpected:
-    raise UserError(
-        f"{source} does not fit the model: "
-        + (f"missing {_listed(missing)}; " if missing else "")
-        + (f"unexpected {_listed(unexpected)}" if unexpected else ""))
+    problems = ([f"missing {_listed(missing)}"] if missing else []) + (
+        [f"unexpected {_listed(unexpected)}"] if unexpected else [])
+    raise UserError(f"{source} does not fit the model: {'; '.join(problems)}")
   if absent:
     log.warning("%s has no weights for %s: initialised at random", source, " or ".join(absent))
   other_models = [name for name in left_over if name not in unexpected]
