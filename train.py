@@ -27,26 +27,26 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(FLAGS.verbosity)
-  config = settings.from_flags(TrainConfig)
-  # Heavy imports after the flags are parsed.
-  import tensorflow as tf
-  from bert_tf.export import examples
-  from bert_tf.training import checkpointing, failures, report, strategy, trainer
-  # Ctrl-C outside the training steps (those save, then stop):
+  # Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
   with console.errors_in_one_line(
       interrupted="interrupted: the latest checkpoint is kept; re-run the command to go on"):
+    config = settings.from_flags(TrainConfig)
+    # Heavy imports after the flags are parsed.
+    import tensorflow as tf
+    from bert_tf.export import examples
+    from bert_tf.training import checkpointing, failures, report, strategy, trainer
     try:
       metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
     except checkpointing.TrainingStopped as e:
       console.stop(f"stopped: {e}", 1)
     except failures.INPUT_ERRORS as e:  # after training (fitting saves when it fails during)
       console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
-  print(report.summary(metrics))
-  if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
-    # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
-    print(examples.show_predictions(os.path.join(config.model_dir, "export"),
-                                    config.input_files, config.input_format, config.data_dir))
-
+    print(report.summary(metrics))
+    if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
+      # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
+      print(examples.show_predictions(os.path.join(config.model_dir, "export"),
+                                      config.input_files, config.input_format,
+                                      config.data_dir))
 
 if __name__ == "__main__":
   app.run(main, argv=command_line(sys.argv))
