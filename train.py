@@ -39,7 +39,9 @@ def main(argv):
       metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
     except checkpointing.TrainingStopped as e:
       console.stop(f"stopped: {e}", 1)
-    except failures.INPUT_ERRORS as e:  # after training (fitting saves when it fails during)
+    except tf.errors.OpError as e:  # after training (fitting saves when it fails during)
+      if not failures.is_input_failure(e):
+        raise
       console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
     print(report.summary(metrics))
     if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):

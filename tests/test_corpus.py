@@ -158,6 +158,13 @@ def test_list_files_pattern_matching_nothing(files):
   assert missing in str(error.value)
 
 
+def test_list_files_a_directory_given_says_so(files):
+  with pytest.raises(UserError) as error:
+    corpus.list_files(str(files))
+  assert str(error.value) == (f"{str(files)!r} matches only directories: name the files, as "
+                              f"{str(files / '*.txt')!r}")
+
+
 def test_list_files_nothing_given():
   with pytest.raises(UserError, match="no input files"):
     corpus.list_files(" , ")

@@ -1,6 +1,9 @@
 """The examples the quickstart prints: the most frequent phrase with its last word masked."""
 
-from bert_tf.export.examples import MaskedSentence, corpus_examples, most_frequent_phrase
+import pytest
+
+from bert_tf.export.examples import CorpusExamples, MaskedSentence, corpus_examples
+from bert_tf.export.examples import most_frequent_phrase
 
 
 def test_most_frequent_phrase_masks_its_last_word_in_the_first_sentence_holding_it():
@@ -20,9 +23,23 @@ def test_phrases_need_alphabetic_words_and_a_long_last_word():
 
 
 def test_builtin_corpus_examples(data_dir):
-  first, following, unrelated, masked = corpus_examples("builtin", "sentence_per_line",
-                                                        data_dir)
+  examples = corpus_examples("builtin", "sentence_per_line", data_dir)
+  first, following, unrelated, masked = (examples.first, examples.following,
+                                         examples.unrelated, examples.masked)
   assert first and following and unrelated and first != unrelated
   assert [m.text.count("[MASK]") for m in masked] == [1, 1]
   assert masked[1] == MaskedSentence(masked[1].text, "version")
   assert masked[1].text.startswith("Changed in [MASK] 3.")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Only one document here.\nIts second sentence follows.\n",
+     CorpusExamples("Only one document here.", "Its second sentence follows.", None,
+                    [MaskedSentence("Its second [MASK] follows.", "sentence"),
+                     MaskedSentence("Only one [MASK] here.", "document")])),
+    ("One line.\n\nAnother line.\n", CorpusExamples(None, None, None, [])),
+])
+def test_a_corpus_offering_less_shows_less(tmp_path, text, expected):
+  path = tmp_path / "small.txt"
+  path.write_text(text)
+  assert corpus_examples(str(path), "sentence_per_line", str(tmp_path)) == expected

@@ -4,6 +4,7 @@ operating system's reason kept, a full disk said as such."""
 import pytest
 import tensorflow as tf
 
+from bert_tf.data import corpus
 from bert_tf.training import failures
 
 
@@ -32,6 +33,27 @@ def test_describe_keeps_the_file_and_the_reason(error, described):
 def test_real_read_error_in_a_graph_function_is_described_with_its_file(tmp_path):
   missing = str(tmp_path / "gone.txt")
   iterator = iter(tf.data.FixedLengthRecordDataset(missing, 1))
-  with pytest.raises(failures.INPUT_ERRORS) as raised:
+  with pytest.raises(tf.errors.NotFoundError) as raised:
     tf.function(lambda: iterator.get_next())()
+  assert failures.is_input_failure(raised.value)
   assert failures.describe(raised.value) == f"{missing}: No such file or directory"
+
+
+@pytest.mark.parametrize("size_now", [100, 5000])
+def test_a_file_that_changed_size_under_its_reader(tmp_path, size_now):
+  """The corpus's reader plans byte ranges from a file's size: cut short or grown, it
+  fails, and that is an input failure in words."""
+  path = tmp_path / "b.txt"
+  path.write_bytes(b"x" * 4096)
+  dataset = corpus.read_range(str(path), 0, 4096, 4096, "sentence_per_line", chunk_bytes=1000)
+  path.write_bytes(b"x" * size_now)
+  with pytest.raises(tf.errors.OpError) as raised:
+    list(dataset)
+  assert failures.is_input_failure(raised.value)
+  assert failures.describe(raised.value) == (
+      f"{path}: the file changed size while the run read it")
+
+
+def test_other_errors_are_not_input_failures():
+  assert not failures.is_input_failure(tf.errors.InvalidArgumentError(
+      None, None, "Incompatible shapes: [8,32] vs. [8,64]"))

@@ -8,6 +8,8 @@ next. So memory is bounded by the chunk size and the longest document allowed
 How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
+import os
+
 import tensorflow as tf
 
 from bert_tf.data import builtin_corpus, pieces
@@ -64,7 +66,11 @@ def list_files(file_patterns, data_dir: str = "data") -> list[str]:
     matches = tf.io.gfile.glob(pattern)
     if not matches:
       raise UserError(f"no file matches {pattern!r}")
-    files.extend(m for m in matches if not tf.io.gfile.isdir(m))
+    matched_files = [m for m in matches if not tf.io.gfile.isdir(m)]
+    if not matched_files:
+      raise UserError(f"{pattern!r} matches only directories: name the files, as "
+                      f"{os.path.join(matches[0], '*.txt')!r}")
+    files.extend(matched_files)
   if not files:
     raise UserError("no input files given")
   return sorted(set(files))

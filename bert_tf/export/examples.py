@@ -50,41 +50,60 @@ def most_frequent_phrase(sentences: list[str]) -> MaskedSentence | None:
   return mask_word(sentences[index], position)
 
 
-def corpus_examples(file_patterns, input_format: str, data_dir: str):
-  """(first, following, unrelated, [masked sentences]) from the corpus's first file."""
+@dataclasses.dataclass(frozen=True)
+class CorpusExamples:
+  """What a corpus offers to show: each part is left out (None, []) when it offers none (a
+  corpus of one document has no unrelated sentence, one of one-line documents no pair)."""
+
+  first: str | None  # a sentence followed by `following` in its document
+  following: str | None
+  unrelated: str | None  # the first sentence of another document
+  masked: list[MaskedSentence]
+
+
+def corpus_examples(file_patterns, input_format: str, data_dir: str) -> CorpusExamples:
+  """The examples of the corpus's first file."""
   prefix = pieces.prefix_range(corpus.list_files(file_patterns, data_dir)[0], EXAMPLE_BYTES)
   documents = corpus.read_ranges([prefix], input_format)
   documents = [[s.decode("utf-8") for s in d] for d in documents.as_numpy_iterator()]
-  first_document = next(d for d in documents if len(d) >= 2)
-  other_document = next(d for d in documents if d is not first_document)
-  first, following = first_document[0], first_document[1]
-  words = following.split()
-  position = next((i for i, w in enumerate(words) if i >= 2 and w.isalpha() and len(w) > 3),
-                  len(words) // 2)
-  masked = [mask_word(following, position)]
+  paired = next((d for d in documents if len(d) >= 2), None)
+  first, following = (paired[0], paired[1]) if paired else (None, None)
+  unrelated = next((d[0] for d in documents if d is not paired and d), None)
+  masked = []
+  if following:
+    words = following.split()
+    masked.append(mask_word(following, next(
+        (i for i, w in enumerate(words) if i >= 2 and w.isalpha() and len(w) > 3),
+        len(words) // 2)))
   phrase = most_frequent_phrase([s for d in documents for s in d])
   if phrase is not None:
     masked.append(phrase)
-  return first, following, other_document[0], masked
+  return CorpusExamples(first, following, unrelated if paired else None, masked)
 
 
 def show_predictions(export_dir: str, file_patterns, input_format: str,
                      data_dir: str) -> str:
   """Loads the SavedModel as a server would and shows its answers to corpus examples."""
-  first, following, unrelated, masked = corpus_examples(file_patterns, input_format, data_dir)
+  examples = corpus_examples(file_patterns, input_format, data_dir)
   served = tf.saved_model.load(export_dir)
-  filled = served.signatures["fill_mask"](text=tf.constant([m.text for m in masked]))
   lines = [f"The SavedModel in {export_dir}, loaded as a server would:"]
-  for example, tokens, probabilities in zip(
-      masked, filled["tokens"][:, 0].numpy(), filled["probabilities"][:, 0].numpy()):
-    lines += [f"fill_mask: {example.text!r}  (the word was {example.word!r})",
-              "  " + ", ".join(f"{t.decode('utf-8')} {p:.2f}"
-                               for t, p in zip(tokens, probabilities))]
-  is_next = served.signatures["is_next"](
-      text_a=tf.constant([first, first]), text_b=tf.constant([following, unrelated]))
-  probability = is_next["probability"].numpy()
-  return "\n".join(lines + [
-      f"is_next: {first!r}",
-      f"  followed by {following!r}: P(IsNext) = {probability[0]:.2f}",
-      f"  followed by {unrelated!r} (another document): P(IsNext) = {probability[1]:.2f}",
-  ])
+  if examples.masked:
+    filled = served.signatures["fill_mask"](text=tf.constant([m.text for m in examples.masked]))
+    for example, tokens, probabilities in zip(
+        examples.masked, filled["tokens"][:, 0].numpy(), filled["probabilities"][:, 0].numpy()):
+      lines += [f"fill_mask: {example.text!r}  (the word was {example.word!r})",
+                "  " + ", ".join(f"{t.decode('utf-8')} {p:.2f}"
+                                 for t, p in zip(tokens, probabilities))]
+  if examples.first:
+    seconds = [examples.following] + ([examples.unrelated] if examples.unrelated else [])
+    probability = served.signatures["is_next"](
+        text_a=tf.constant([examples.first] * len(seconds)),
+        text_b=tf.constant(seconds))["probability"].numpy()
+    lines += [f"is_next: {examples.first!r}",
+              f"  followed by {examples.following!r}: P(IsNext) = {probability[0]:.2f}"]
+    if examples.unrelated:
+      lines.append(f"  followed by {examples.unrelated!r} (another document): P(IsNext) = "
+                   f"{probability[1]:.2f}")
+  if len(lines) == 1:
+    lines.append("  (the corpus's first file has no sentence to show it)")
+  return "\n".join(lines)

@@ -110,6 +110,7 @@ class Checkpointer:
     """Restores the newest readable checkpoint, if any (warning about each newer one that
     cannot be read); returns its step (0 when starting afresh). Under a multi-worker
     `strategy` every worker restores the newest step that all of them have."""
+    self.remove_partial_saves()  # of a run killed while saving
     paths = list(reversed(self.manager.checkpoints))  # newest first
     for path in paths:
       try:
@@ -168,10 +169,23 @@ class Checkpointer:
       return self.manager.save(checkpoint_number=self.step)
     except tf.errors.OpError as e:
       path = os.path.join(self.manager.directory, f"ckpt-{self.step}")
+      self.remove_partial_saves()  # what was written of it: a full disk is not kept full
+      latest = self.manager.latest_checkpoint
       raise TrainingStopped(
-          f"could not write the checkpoint {path}: {failures.describe(e)}; the latest "
-          f"checkpoint is still {self.manager.latest_checkpoint}: run the same command to "
-          "resume") from None
+          f"could not write the checkpoint {path}: {failures.describe(e)}; " + (
+              f"the latest checkpoint is still {latest}: run the same command to resume"
+              if latest else "no checkpoint is written yet: run the same command to start "
+              "again")) from None
+
+  def remove_partial_saves(self) -> None:
+    """Removes what a save that failed or was cut short left (TensorFlow's `ckpt-N_temp`
+    directories): never a checkpoint, and as large as one."""
+    pattern = os.path.join(self.manager.directory, "ckpt-*_temp")
+    for partial in tf.io.gfile.glob(pattern):
+      try:
+        tf.io.gfile.rmtree(partial)
+      except tf.errors.OpError as e:
+        log.warning("could not remove the partial save %s: %s", partial, failures.describe(e))
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -8,6 +8,7 @@ import logging
 import os
 
 import keras
+import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.model.flops import model_flops_per_sequence
@@ -72,7 +73,9 @@ def _input_failures_saved(checkpointer: checkpointing.Checkpointer):
   fine, only its input failed, and the data position is the last example trained on."""
   try:
     yield
-  except failures.INPUT_ERRORS as e:
+  except tf.errors.OpError as e:
+    if not failures.is_input_failure(e):
+      raise
     step = checkpointer.step
     if checkpointer.latest_step != step:
       checkpointer.save()

@@ -24,12 +24,18 @@ def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras
   the model_dir's own checkpoint step, 0 when this run starts."""
   start_step = checkpointer.restore(strategy)
   if start_step:
-    log.info("Resumed from the checkpoint at step %d of %d", start_step, config.train_steps)
+    log.info("Resumed from the checkpoint at step %d of %d%s", start_step, config.train_steps,
+             " (--train_steps reached: nothing to train)"
+             if start_step >= config.train_steps else "")
   elif config.init_checkpoint and is_training_directory(config.init_checkpoint):
     try:
       step = checkpointer.continue_from(config.init_checkpoint)
     except checkpointing.UnreadableCheckpoint as e:
       raise UserError(f"--init_checkpoint {config.init_checkpoint}: {e}") from None
+    if step >= config.train_steps:
+      raise UserError(f"--init_checkpoint {config.init_checkpoint} is at step {step}, "
+                      f"--train_steps {config.train_steps}: nothing to train (the steps go on "
+                      "from the run's: give --train_steps beyond its step)")
     log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
              config.init_checkpoint, step, config.train_steps)
   elif config.init_checkpoint:

@@ -12,8 +12,10 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
   matplotlib.use("Agg")  # no display needed
   from matplotlib import pyplot
 
-  with tf.io.gfile.GFile(history_path) as f:
-    records = [json.loads(line) for line in f if line.strip()]
+  records = []
+  if tf.io.gfile.exists(history_path):  # none when the run trained no step
+    with tf.io.gfile.GFile(history_path) as f:
+      records = [json.loads(line) for line in f if line.strip()]
   figure, (losses, accuracies) = pyplot.subplots(1, 2, figsize=(11, 4))
   for axes, names in ((losses, ("loss", "mlm_loss", "nsp_loss")),
                       (accuracies, ("mlm_accuracy", "nsp_accuracy"))):
