@@ -29,7 +29,7 @@ def main(argv):
   console.configure(FLAGS.verbosity)
   # Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
   with console.errors_in_one_line(
-      interrupted="interrupted: the latest checkpoint is kept; re-run the command to go on"):
+      interrupted="interrupted: what was saved is kept; re-run the command to go on"):
     config = settings.from_flags(TrainConfig)
     # Heavy imports after the flags are parsed.
     import tensorflow as tf

@@ -42,9 +42,7 @@ def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
   """(shape, vocabulary, lower case) of a train.py model_dir, a Hugging Face directory or an
   original BERT checkpoint, without reading the weights."""
   if _is_run_directory(model_dir):
-    for name in (trained_lib.CONFIG_FILE, trained_lib.VOCAB_FILE, trained_lib.TRAIN_CONFIG_FILE):
-      if not tf.io.gfile.exists(os.path.join(model_dir, name)):
-        raise UserError(f"{model_dir} has no {name}: is it a finished train.py model_dir?")
+    trained_lib.check_finished(model_dir)
     with tf.io.gfile.GFile(os.path.join(model_dir, trained_lib.TRAIN_CONFIG_FILE)) as f:
       lower_case = json.load(f)["do_lower_case"]
     return (BertConfig.from_json_file(os.path.join(model_dir, trained_lib.CONFIG_FILE)),

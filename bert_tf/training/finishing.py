@@ -31,7 +31,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary, watc
           measured, config.eval_steps))
   if watchers.held_out:
     metrics.update(watchers.held_out.evaluate(model))
-  files.write_json(os.path.join(config.model_dir, "metrics.json"), metrics)
+  files.write_json(os.path.join(config.model_dir, trained.METRICS_FILE), metrics)
   report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
                      os.path.join(config.model_dir, "curves.png"),
                      metrics["most_frequent_token_accuracy"])
