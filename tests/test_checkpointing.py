@@ -56,6 +56,27 @@ def test_an_unreadable_latest_checkpoint_is_passed_over(tmp_path, caplog):
     np.testing.assert_array_equal(found, expected)
 
 
+@pytest.mark.parametrize("index", [None, "garbage ::: }{"])
+def test_a_lost_checkpoint_index_is_rebuilt_from_the_checkpoints(tmp_path, caplog, index):
+  directory = str(tmp_path / "checkpoints")
+  train_and_save(make_checkpointer(directory), 3)  # ckpt-1, 2, 3
+  os.remove(os.path.join(directory, "checkpoint"))
+  if index is not None:
+    with open(os.path.join(directory, "checkpoint"), "w") as f:
+      f.write(index)
+
+  resumed = make_checkpointer(directory, seed=2)
+  assert resumed.restore() == 3
+  assert [r.getMessage() for r in caplog.records
+          if r.levelname == "WARNING" and r.name == "bert_tf"] == [
+      f"{directory}/checkpoint names no checkpoint (missing or unreadable), but 3 are there: "
+      "resuming from the newest readable one (the older ones are kept, not rotated)"]
+  assert tf.train.latest_checkpoint(directory) == f"{directory}/ckpt-3"
+  train_and_save(resumed, 1)
+  assert resumed.manager.checkpoints == [f"{directory}/ckpt-3", f"{directory}/ckpt-4"]
+  assert os.path.exists(f"{directory}/ckpt-1.index")
+
+
 def test_no_readable_checkpoint_is_one_user_error(tmp_path):
   directory = str(tmp_path / "checkpoints")
   train_and_save(make_checkpointer(directory), 2)

@@ -111,6 +111,16 @@ def test_a_changed_sequence_length_starts_the_next_epoch(base, tmp_path, caplog)
   assert position(model_dir, 6) == (1, 0, 2 * BATCH - 1)
 
 
+def test_the_restarted_stream_is_saved_before_training(base, tmp_path, caplog):
+  # A run stopped before its first checkpoint must not leave the old stream's position under
+  # the new train_config.json: the restored step's checkpoint is rewritten at once.
+  model_dir, _ = rerun(base, tmp_path, caplog, train_steps=6, seq_length=64,
+                       max_predictions_per_seq=10)
+  reader = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints", "ckpt-4"))
+  (key,) = reader.get_tensor("data_position/.ATTRIBUTES/VARIABLE_VALUE")
+  assert key == stream_position.encode(1, 0, 0) - 1
+
+
 def test_an_added_corpus_file_starts_the_next_epoch(base, tmp_path, caplog, corpus_dir):
   added = corpus_dir / "pydoc_topics-03-of-04.txt"
   shutil.copy2(corpus_dir / "aside.txt.later", added)

@@ -246,8 +246,9 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
      "seq_length 1024 exceeds the model's 512 position embeddings"),
     (dict(max_predictions_per_seq=3), "max_predictions_per_seq 3 is below"),
     (dict(global_batch_size=0), "must be positive"),
-    (dict(checkpoint_every=0), "checkpoint_every, keep_checkpoints and log_every must be"),
-    (dict(log_every=0), "checkpoint_every, keep_checkpoints and log_every must be positive"),
+    (dict(checkpoint_every=0), "checkpoint_every, keep_checkpoints, log_every and eval_steps"),
+    (dict(log_every=0), "log_every and eval_steps must be positive"),
+    (dict(eval_steps=0), "log_every and eval_steps must be positive"),
     (dict(model_dir="/proc/bert_run"),
      "model_dir /proc/bert_run is not writable: /proc/bert_run: No such file or directory"),
     (dict(model_dir="/sys/bert_run"), "model_dir /sys/bert_run is not writable: "),  # sysfs

@@ -27,6 +27,7 @@ this is written here on `tf.train.CheckpointManager`:
 import logging
 import math
 import os
+import re
 import signal
 
 import keras
@@ -111,7 +112,8 @@ class Checkpointer:
     cannot be read); returns its step (0 when starting afresh). Under a multi-worker
     `strategy` every worker restores the newest step that all of them have."""
     self.remove_partial_saves()  # of a run killed while saving
-    paths = list(reversed(self.manager.checkpoints))  # newest first
+    indexed = self.manager.checkpoints
+    paths = list(reversed(indexed or self._checkpoints_without_index()))  # newest first
     for path in paths:
       try:
         _restore_fitting(self.checkpoint, path, "use a new --model_dir")
@@ -124,7 +126,23 @@ class Checkpointer:
                         f"{paths[0]}): use a new --model_dir")
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._restore_common_step(strategy)
+    if paths and not indexed:
+      self.manager.save(checkpoint_number=self.step)  # indexed again, as the latest
     return self.step
+
+  def _checkpoints_without_index(self) -> list[str]:
+    """The checkpoints on disk, oldest first, when the `checkpoint` index file that names them
+    is removed or unreadable (else the run would start again over them)."""
+    directory = self.manager.directory
+    steps = sorted(int(m.group(1)) for m in (
+        re.fullmatch(r"ckpt-(\d+)\.index", os.path.basename(path))
+        for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))) if m)
+    paths = [os.path.join(directory, f"ckpt-{step}") for step in steps]
+    if paths:
+      log.warning("%s names no checkpoint (missing or unreadable), but %d are there: resuming "
+                  "from the newest readable one (the older ones are kept, not rotated)",
+                  os.path.join(directory, "checkpoint"), len(paths))
+    return paths
 
   def _restore_common_step(self, strategy: tf.distribute.MultiWorkerMirroredStrategy):
     """Goes back to the newest step every worker restored: workers killed at once can be

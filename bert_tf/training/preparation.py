@@ -27,8 +27,10 @@ def check_settings(config: TrainConfig) -> None:
   if min(config.train_steps, config.global_batch_size, config.gradient_accumulation_steps) <= 0:
     raise UserError("train_steps, global_batch_size and gradient_accumulation_steps must be "
                     "positive")
-  if config.checkpoint_every <= 0 or config.keep_checkpoints <= 0 or config.log_every <= 0:
-    raise UserError("checkpoint_every, keep_checkpoints and log_every must be positive")
+  if min(config.checkpoint_every, config.keep_checkpoints, config.log_every,
+         config.eval_steps) <= 0:
+    raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
+                    "positive")
   if config.decay_steps and config.decay_steps < config.train_steps:
     raise UserError(f"decay_steps {config.decay_steps} is before train_steps "
                     f"{config.train_steps}: the learning rate would be 0 at the end")

@@ -59,10 +59,14 @@ class RunChanges:
 
   stream_changed: bool = False
 
-  def restart_stream(self, data_position: DataPosition, step: int) -> None:
-    """After the restore: a changed stream starts at the next epoch's first example."""
+  def restart_stream(self, data_position: DataPosition, checkpointer) -> None:
+    """After the restore: a changed stream starts at the next epoch's first example. Saved at
+    once (the checkpoint of the restored step, rewritten): `train_config.json` and
+    `corpus.json` then describe the new stream, and a run stopped before its next checkpoint
+    must not resume with the old stream's position under them."""
     if not self.stream_changed:
       return
+    step = checkpointer.step
     consumed = data_position.last_consumed.numpy()
     epoch = max(stream_position.decode(key)[0] for key in consumed) + 1 if (
         consumed >= 0).any() else 0
@@ -70,6 +74,7 @@ class RunChanges:
         tf.fill(consumed.shape, tf.constant(stream_position.encode(epoch, 0, 0) - 1, tf.int64)))
     log.info("The stream of examples changed: step %d trains on it from the start of its "
              "epoch %d, not where the old stream stood", step, epoch)
+    checkpointer.save()
 
 
 def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary) -> RunChanges:

@@ -47,7 +47,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           os.path.join(config.model_dir, CHECKPOINTS), model, model.optimizer,
           keep=config.keep_checkpoints, data_position=data_position.last_consumed)
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
-      changes.restart_stream(data_position, checkpointer.step)
+      changes.restart_stream(data_position, checkpointer)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
     watchers = fitting.Watchers(config, vocabulary, bert_config)
     fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, watchers)
