@@ -35,6 +35,13 @@ class BertConfig:
   initializer_range: float = 0.02
 
   def __post_init__(self):
+    for field in dataclasses.fields(self):  # as read from a JSON file, say
+      value, kind = getattr(self, field.name), field.type
+      if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise UserError(f"{field.name} {value!r} is not a positive whole number")
+      if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
+                            or not 0 <= value < 1):
+        raise UserError(f"{field.name} {value!r} is not a number in [0, 1)")
     if self.hidden_size % self.num_attention_heads:
       raise UserError(
           f"hidden_size {self.hidden_size} is not divisible by "

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -44,6 +45,19 @@ def test_bad_configs_are_user_errors(tmp_path):
     resolve_config(str(path), vocab_size=10)
   path.write_text('{"hidden_sizes": 128}')
   with pytest.raises(UserError, match="unknown keys: hidden_sizes"):
+    resolve_config(str(path), vocab_size=10)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"hidden_size": "128"}', "hidden_size '128' is not a positive whole number"),
+    ('{"num_hidden_layers": -1}', "num_hidden_layers -1 is not a positive whole number"),
+    ('{"intermediate_size": 3072.5}', "intermediate_size 3072.5 is not a positive whole"),
+    ('{"hidden_dropout_prob": 1.5}', "hidden_dropout_prob 1.5 is not a number in [0, 1)"),
+])
+def test_a_config_value_of_the_wrong_kind_is_named(tmp_path, text, message):
+  path = tmp_path / "bad.json"
+  path.write_text(text)
+  with pytest.raises(UserError, match=re.escape(message)):
     resolve_config(str(path), vocab_size=10)
 
 

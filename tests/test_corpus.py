@@ -358,3 +358,17 @@ def test_check_documents_accepts_a_long_first_document_with_text_after_the_prefi
   monkeypatch.setattr(corpus, "CHECK_BYTES", 64)
   path = _write(tmp_path / "one-long.txt", b"Long.\n" * 100 + b"\nSecond document.\n")
   corpus.check_documents([path], "sentence_per_line", needed=2)
+
+
+def test_a_compressed_corpus_file_is_refused(tmp_path):
+  import gzip
+  path = _write(tmp_path / "a.txt.gz", gzip.compress(b"One.\n\nTwo.\n"))
+  with pytest.raises(UserError, match="a.txt.gz is gzip-compressed: corpus files are read as "
+                     "plain text, decompress it first"):
+    corpus.check_documents([path], "sentence_per_line", needed=2)
+
+
+def test_a_binary_corpus_file_is_warned_about(tmp_path, caplog):
+  path = _write(tmp_path / "ls.txt", b"\x7fELF\x02\x00\x00 binary.\n\nSecond.\n")
+  corpus.check_documents([path], "sentence_per_line", needed=2)
+  assert f"{path} holds NUL bytes: it looks binary, not text" in caplog.text

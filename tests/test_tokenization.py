@@ -77,6 +77,17 @@ def test_vocabulary_pad_not_first(tmp_path):
     Vocabulary(path)
 
 
+def test_vocabulary_with_a_token_twice(tmp_path):
+  path = _vocab_file(tmp_path, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "the"])
+  with pytest.raises(UserError, match="lists tokens more than once .each needs one id.: 'the'"):
+    Vocabulary(path)
+
+
+def test_vocabulary_that_is_a_directory(tmp_path):
+  with pytest.raises(UserError, match="is a directory: name its vocab.txt"):
+    Vocabulary(str(tmp_path))
+
+
 def test_replacement_ids_exclude_bracketed_tokens(vocabulary):
   ids = vocabulary.replacement_ids()
   assert ids == [i for i in range(len(TOKENS)) if i not in (0, 1, 2, 3, 4, 5, 6)]

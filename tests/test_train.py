@@ -256,6 +256,7 @@ def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained
      "--init_checkpoint /nonexistent/bert_model.ckpt is not found"),
     (dict(decay_steps=3), "decay_steps 3 is before train_steps 6"),
     (dict(dropout=1.5), "dropout 1.5 is not in [0, 1)"),
+    (dict(learning_rate=-1.0), "learning_rate -1.0 is not positive"),
     (dict(gradient_accumulation_steps=3),
      "global_batch_size 8 is not divisible by the 1 replicas times 3 accumulation steps"),
 ])

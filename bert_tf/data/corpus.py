@@ -8,6 +8,7 @@ next. So memory is bounded by the chunk size and the longest document allowed
 How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
+import logging
 import os
 
 import tensorflow as tf
@@ -15,6 +16,8 @@ import tensorflow as tf
 from bert_tf.data import builtin_corpus, pieces
 from bert_tf.data.config import INPUT_FORMATS
 from bert_tf.errors import UserError
+
+log = logging.getLogger("bert_tf")
 
 # A line longer than this is cut: no sentence is this long, and the pair would be truncated to
 # at most `seq_length` tokens anyway.
@@ -225,16 +228,35 @@ def read_ranges(ranges: list[pieces.FileRange], input_format: str) -> tf.data.Da
               path, start, end, file_size, input_format))
 
 
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz",
+               b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd"}
+
+
+def _check_is_text(path: str) -> None:
+  """A compressed file is refused (its bytes would train as text); one that holds NUL bytes
+  near its start is warned about (it trains, its bad bytes replaced)."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    head = f.read(4096)
+  for magic, kind in _COMPRESSED.items():
+    if head.startswith(magic):
+      raise UserError(f"{path} is {kind}-compressed: corpus files are read as plain text, "
+                      "decompress it first")
+  if b"\x00" in head:
+    log.warning("%s holds NUL bytes: it looks binary, not text (trained on as text)", path)
+
+
 def check_documents(files: list[str], input_format: str, needed: int) -> None:
   """Fails clearly unless the corpus has at least `needed` documents (NSP needs two).
 
   Reads at most about CHECK_BYTES from the start of the corpus (ending at a document
-  boundary). A corpus with more text than that is accepted: its first CHECK_BYTES hold fewer
-  documents only if one document is that long, and a document that long is cut into parts.
+  boundary), and refuses a compressed file among the files it reads. A corpus with more text
+  than that is accepted: its first CHECK_BYTES hold fewer documents only if one document is
+  that long, and a document that long is cut into parts.
   """
   _check_format(input_format)
   ranges, budget = [], CHECK_BYTES
   for path in files:
+    _check_is_text(path)
     ranges.append(pieces.prefix_range(path, budget))
     budget -= ranges[-1].length
     if budget <= 0 or ranges[-1].end < ranges[-1].file_size:

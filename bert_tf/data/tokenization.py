@@ -24,6 +24,8 @@ class Vocabulary:
   def __init__(self, path: str):
     if not tf.io.gfile.exists(path):
       raise UserError(f"vocabulary file not found: {path}")
+    if tf.io.gfile.isdir(path):
+      raise UserError(f"vocabulary {path} is a directory: name its vocab.txt")
     with tf.io.gfile.GFile(path, "rb") as f:
       self.tokens = [line.decode("utf-8", errors="replace").rstrip("\r\n")
                      for line in f.read().splitlines()]
@@ -31,6 +33,14 @@ class Vocabulary:
     missing = [t for t in REQUIRED_TOKENS if t not in self.tokens]
     if missing:
       raise UserError(f"vocabulary {path} lacks the special tokens {' '.join(missing)}")
+    if len(set(self.tokens)) != len(self.tokens):
+      seen, repeated = set(), []
+      for token in self.tokens:
+        if token in seen and token not in repeated:
+          repeated.append(token)
+        seen.add(token)
+      raise UserError(f"vocabulary {path} lists tokens more than once (each needs one id): "
+                      f"{' '.join(repr(t) for t in repeated[:5])}")
     if self.tokens.index(PAD) != 0:
       raise UserError(f"vocabulary {path} must have {PAD} as its first token (id 0)")
     self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (

@@ -8,10 +8,10 @@ this is written here on `tf.train.CheckpointManager`:
   checkpoint as the latest.
 - The data position (`data_position.py`): where each input pipeline's stream is, so that a
   resumed run sees what an uninterrupted run would have seen, at the cost of one piece.
-- SIGTERM (preemption) and SIGINT (Ctrl-C) save a checkpoint at the current step and stop
-  within a step. A second SIGINT meanwhile aborts at once (the operating system's default:
-  the process ends, even inside TensorFlow's C++ code); the previous checkpoint is then still
-  the latest, or the new one if it was complete.
+- SIGTERM (preemption), SIGHUP (a closed terminal) and SIGINT (Ctrl-C) save a checkpoint at
+  the current step and stop within a step. A second SIGINT meanwhile aborts at once (the
+  operating system's default: the process ends, even inside TensorFlow's C++ code); the
+  previous checkpoint is then still the latest, or the new one if it was complete.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
   good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
   batches (the data position is kept across that restore). The
@@ -206,7 +206,7 @@ class Checkpointer:
         log.warning("could not remove the partial save %s: %s", partial, failures.describe(e))
 
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: a closed terminal
 
 
 class CheckpointEvery(StepCounter):
@@ -272,7 +272,8 @@ class CheckpointEvery(StepCounter):
       self.stop_reason = (
           f"interrupted at step {step}, saved; re-run the command to go on"
           if self._stopped_by == signal.SIGINT else
-          f"stopped by SIGTERM at step {step}, checkpoint {path}: run the same command to "
+          f"stopped by {signal.Signals(self._stopped_by).name} at step {step}, checkpoint "
+          f"{path}: run the same command to "
           "resume")
       self.model.stop_training = True
     elif saving:

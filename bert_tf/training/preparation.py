@@ -31,6 +31,8 @@ def check_settings(config: TrainConfig) -> None:
          config.eval_steps) <= 0:
     raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
                     "positive")
+  if not config.learning_rate > 0:
+    raise UserError(f"learning_rate {config.learning_rate} is not positive")
   if config.decay_steps and config.decay_steps < config.train_steps:
     raise UserError(f"decay_steps {config.decay_steps} is before train_steps "
                     f"{config.train_steps}: the learning rate would be 0 at the end")
