@@ -130,3 +130,37 @@ def test_the_config_of_such_a_class_reads_as_ours(published, config, tmp_path):
   with open(os.path.join(source, "config.json")) as f:
     assert json.load(f)["architectures"] == ["BertModel"]
   loaded(config, load_huggingface, source)
+
+
+def test_fine_tuning_refuses_a_vocabulary_of_another_size_than_the_model(published, tmp_path):
+  from bert_tf.finetune.model import load_pretrained
+  _, directory = published
+  source = str(tmp_path / "smaller")
+  shutil.copytree(directory, source)
+  with open(os.path.join(source, "config.json")) as f:
+    values = json.load(f)
+  values["vocab_size"] -= 10
+  with open(os.path.join(source, "config.json"), "w") as f:
+    json.dump(values, f)
+  with pytest.raises(UserError, match=f"its vocabulary {source}/vocab.txt has "
+                     f"{values['vocab_size'] + 10} tokens, but its model's vocab_size is "
+                     f"{values['vocab_size']}: they must match"):
+    load_pretrained(source)
+
+
+def test_an_original_bert_checkpoint_as_its_index_file_and_cut_short(
+    published, config, tmp_path, write_tf1_checkpoint, vocab_file):
+  from bert_tf.finetune.model import load_pretrained
+  state, _ = published
+  directory = str(tmp_path / "uncased_L-2_H-128_A-2")
+  write_tf1_checkpoint(state, config, directory)
+  shutil.copy(vocab_file, os.path.join(directory, "vocab.txt"))
+  pretrained = load_pretrained(os.path.join(directory, "bert_model.ckpt.index"))
+  assert pretrained.lower_case
+  with pytest.raises(UserError, match="is not found"):
+    load_pretrained(str(tmp_path / "nowhere"))
+  data = os.path.join(directory, "bert_model.ckpt.data-00000-of-00001")
+  with open(data, "r+b") as f:
+    f.truncate(os.path.getsize(data) // 2)
+  with pytest.raises(UserError, match="the original BERT checkpoint .* cannot be read: "):
+    load_tf1_checkpoint(pretraining_model(config), config, directory)

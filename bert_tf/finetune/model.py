@@ -17,7 +17,8 @@ from bert_tf.export import trained as trained_lib
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
 from bert_tf.interop.huggingface import read_config
-from bert_tf.interop.tf1_checkpoint import checkpoint_prefix, is_tf1_checkpoint
+from bert_tf.interop.init_checkpoint import tf1_prefix
+from bert_tf.interop.tf1_checkpoint import is_tf1_checkpoint
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.pretraining import pretraining_model
@@ -55,7 +56,7 @@ def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
       with tf.io.gfile.GFile(tokenizer_config) as f:
         lower_case = json.load(f).get("do_lower_case", True)
     return config, Vocabulary(os.path.join(model_dir, "vocab.txt")), lower_case
-  prefix = checkpoint_prefix(model_dir)
+  prefix = tf1_prefix(model_dir)
   if is_tf1_checkpoint(prefix):
     directory = os.path.dirname(prefix)
     # Google's released directories say their case in their names: cased_L-12_H-768_A-12,
@@ -63,14 +64,26 @@ def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
     lower_case = not re.search(r"(^|_)cased_", os.path.basename(os.path.normpath(directory)))
     return (BertConfig.from_json_file(os.path.join(directory, "bert_config.json")),
             Vocabulary(os.path.join(directory, "vocab.txt")), lower_case)
+  if not tf.io.gfile.exists(model_dir):
+    raise UserError(f"--model_dir {model_dir} is not found")
   raise UserError(f"--model_dir {model_dir} is neither a finished train.py model_dir, a "
                   "Hugging Face BERT directory nor an original BERT checkpoint")
+
+
+def _read_matching_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
+  """`_read_shape`, its vocabulary of the size the model's embeddings are."""
+  config, vocabulary, lower_case = _read_shape(model_dir)
+  if len(vocabulary) != config.vocab_size:
+    raise UserError(f"{model_dir}: its vocabulary {vocabulary.path} has {len(vocabulary)} "
+                    f"tokens, but its model's vocab_size is {config.vocab_size}: they must "
+                    "match")
+  return config, vocabulary, lower_case
 
 
 def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained:
   """The encoder of `model_dir` with its weights; with `from_scratch`, the same encoder with
   random weights (drawn from Keras's seed). Build under the strategy's scope."""
-  config, vocabulary, lower_case = _read_shape(model_dir)
+  config, vocabulary, lower_case = _read_matching_shape(model_dir)
   model = pretraining_model(config)  # the heads too: every format stores them
   if not from_scratch:
     if _is_run_directory(model_dir):
@@ -78,7 +91,7 @@ def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained
     elif is_huggingface_directory(model_dir):
       load_huggingface(model, config, model_dir)
     else:
-      load_tf1_checkpoint(model, config, model_dir)
+      load_tf1_checkpoint(model, config, tf1_prefix(model_dir))
   return Pretrained(model.get_layer("bert_encoder"), config, vocabulary, lower_case)
 
 

@@ -64,6 +64,15 @@ def checkpoint_prefix(path: str) -> str:
 def read_tf1_checkpoint(prefix: str) -> dict:
   """The canonical state of an original BERT checkpoint; another model's head stays under its
   own names (for `load_state` to say it is not read)."""
+  try:
+    return _read_tf1_checkpoint(prefix)
+  except (IndexError, ValueError, tf.errors.OpError) as e:  # truncated or missing files
+    lines = str(e).strip().splitlines()
+    raise UserError(f"the original BERT checkpoint {prefix} cannot be read: "
+                    f"{lines[0][:300] if lines else type(e).__name__}") from None
+
+
+def _read_tf1_checkpoint(prefix: str) -> dict:
   reader = tf.train.load_checkpoint(prefix)
   state, unknown = {}, []
   for name in sorted(reader.get_variable_to_shape_map()):
