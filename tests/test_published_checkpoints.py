@@ -164,3 +164,21 @@ def test_an_original_bert_checkpoint_as_its_index_file_and_cut_short(
     f.truncate(os.path.getsize(data) // 2)
   with pytest.raises(UserError, match="the original BERT checkpoint .* cannot be read: "):
     load_tf1_checkpoint(pretraining_model(config), config, directory)
+
+
+def test_a_cased_checkpoint_lower_cased_by_the_run_is_warned_about(published, tmp_path, caplog):
+  from bert_tf.interop import init_checkpoint
+  _, directory = published  # exported with do_lower_case true
+  cased = str(tmp_path / "cased")
+  shutil.copytree(directory, cased)
+  with open(os.path.join(cased, "tokenizer_config.json"), "w") as f:
+    json.dump({"do_lower_case": False}, f)
+  with caplog.at_level(logging.WARNING, logger="bert_tf"):
+    init_checkpoint.check_case(directory, do_lower_case=True)
+    assert not caplog.text
+    init_checkpoint.check_case(cased, do_lower_case=True)
+  assert (f"--init_checkpoint {cased} was trained on cased text, but this run lower-cases it: "
+          "give --nodo_lower_case to match it") in caplog.text
+  # Google's releases: the case is in the directory's name.
+  for name, lower in (("multi_cased_L-12_H-768_A-12", False), ("uncased_L-12_H-768_A-12", True)):
+    assert init_checkpoint.lower_case(str(tmp_path / name / "bert_model.ckpt")) is lower

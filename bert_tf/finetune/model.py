@@ -5,7 +5,6 @@ output, and the Keras function that returns it compiled (`classifier`)."""
 import dataclasses
 import json
 import os
-import re
 
 import keras
 import tensorflow as tf
@@ -17,6 +16,7 @@ from bert_tf.export import trained as trained_lib
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
 from bert_tf.interop.huggingface import read_config
+from bert_tf.interop.init_checkpoint import lower_case as source_lower_case
 from bert_tf.interop.init_checkpoint import tf1_prefix
 from bert_tf.interop.tf1_checkpoint import is_tf1_checkpoint
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
@@ -49,21 +49,13 @@ def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
     return (BertConfig.from_json_file(os.path.join(model_dir, trained_lib.CONFIG_FILE)),
             Vocabulary(os.path.join(model_dir, trained_lib.VOCAB_FILE)), lower_case)
   if is_huggingface_directory(model_dir):
-    config = read_config(model_dir)
-    tokenizer_config = os.path.join(model_dir, "tokenizer_config.json")
-    lower_case = True
-    if tf.io.gfile.exists(tokenizer_config):
-      with tf.io.gfile.GFile(tokenizer_config) as f:
-        lower_case = json.load(f).get("do_lower_case", True)
-    return config, Vocabulary(os.path.join(model_dir, "vocab.txt")), lower_case
+    return (read_config(model_dir), Vocabulary(os.path.join(model_dir, "vocab.txt")),
+            source_lower_case(model_dir))
   prefix = tf1_prefix(model_dir)
   if is_tf1_checkpoint(prefix):
     directory = os.path.dirname(prefix)
-    # Google's released directories say their case in their names: cased_L-12_H-768_A-12,
-    # multi_cased_L-12_H-768_A-12, wwm_cased_L-24_H-1024_A-16 (the others are uncased).
-    lower_case = not re.search(r"(^|_)cased_", os.path.basename(os.path.normpath(directory)))
     return (BertConfig.from_json_file(os.path.join(directory, "bert_config.json")),
-            Vocabulary(os.path.join(directory, "vocab.txt")), lower_case)
+            Vocabulary(os.path.join(directory, "vocab.txt")), source_lower_case(model_dir))
   if not tf.io.gfile.exists(model_dir):
     raise UserError(f"--model_dir {model_dir} is not found")
   raise UserError(f"--model_dir {model_dir} is neither a finished train.py model_dir, a "

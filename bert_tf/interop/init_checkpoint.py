@@ -3,7 +3,10 @@ an original BERT checkpoint or a Hugging Face directory, each of the model `--co
 Every way such a path can be wrong is one line naming the problem (and, when the path is no
 checkpoint at all, the kinds taken)."""
 
+import json
+import logging
 import os
+import re
 
 import keras
 import tensorflow as tf
@@ -12,6 +15,8 @@ from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import huggingface, tf1_checkpoint
 from bert_tf.model_dir import is_training_directory
+
+log = logging.getLogger("bert_tf")
 
 ACCEPTED = ("a bert_tf model_dir, an original BERT checkpoint (the bert_model.ckpt prefix or "
             "its directory, with bert_config.json beside it) or a Hugging Face BertForPreTraining "
@@ -83,6 +88,33 @@ def check(path: str, config: BertConfig) -> None:
     raise _refuse(path, "a file that is not a checkpoint")
   else:
     raise _refuse(path, "not found")
+
+
+def lower_case(path: str) -> bool:
+  """Whether a Hugging Face directory or an original BERT checkpoint was trained on
+  lower-cased text: its tokenizer_config.json's `do_lower_case` (transformers' default, true,
+  without one), or for Google's releases the directory's name (cased_L-12_H-768_A-12,
+  multi_cased_..., wwm_cased_...; the others are uncased)."""
+  if huggingface.is_huggingface_directory(path):
+    tokenizer_config = os.path.join(path, "tokenizer_config.json")
+    if not tf.io.gfile.exists(tokenizer_config):
+      return True
+    with tf.io.gfile.GFile(tokenizer_config) as f:
+      return bool(json.load(f).get("do_lower_case", True))
+  directory = os.path.dirname(tf1_prefix(path))
+  return not re.search(r"(^|_)cased_", os.path.basename(os.path.normpath(directory)))
+
+
+def check_case(path: str, do_lower_case: bool) -> None:
+  """Warns when the run would lower-case the text for a checkpoint trained on cased text, or
+  the other way round: its vocabulary's tokens would be looked up in the wrong case."""
+  if not path or is_training_directory(path) or lower_case(path) == do_lower_case:
+    return
+  trained, flag = ("cased", "--nodo_lower_case") if do_lower_case else (
+      "lower-cased", "--do_lower_case")
+  log.warning("--init_checkpoint %s was trained on %s text, but this run %s it: give %s to "
+              "match it", path, trained, "lower-cases" if do_lower_case else "keeps the case of",
+              flag)
 
 
 def load(model: keras.Model, config: BertConfig, path: str) -> None:

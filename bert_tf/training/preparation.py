@@ -84,4 +84,5 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
   vocabulary = Vocabulary(config.vocab_file)
   bert_config = model_shape(config, vocabulary)
   init_checkpoint.check(config.init_checkpoint, bert_config)
+  init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
   return vocabulary, bert_config
