@@ -24,8 +24,6 @@ def command_line(argv: list[str]) -> list[str]:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(FLAGS.verbosity)
   # Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
   with console.errors_in_one_line(
@@ -51,4 +49,4 @@ def main(argv):
                                       config.data_dir))
 
 if __name__ == "__main__":
-  app.run(main, argv=command_line(sys.argv))
+  app.run(main, argv=command_line(sys.argv), flags_parser=console.parse_flags)

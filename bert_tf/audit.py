@@ -116,8 +116,6 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
   with console.errors_in_one_line():
     config = settings.from_flags(AuditConfig)
@@ -138,4 +136,4 @@ if __name__ == "__main__":
   console.start(sys.argv)  # before TensorFlow loads: its start-up lines, unless debug
   settings.define_flags(AuditConfig)
   settings.name_verbosity_levels()
-  app.run(main)
+  app.run(main, flags_parser=console.parse_flags)

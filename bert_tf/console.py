@@ -109,6 +109,22 @@ def configure(verbosity: int) -> None:
   warnings.filterwarnings("ignore", message=r"`shuffle=True` was passed", category=UserWarning)
 
 
+def parse_flags(argv: list[str]) -> list[str]:
+  """absl's flag parsing for `app.run(flags_parser=...)`, with a mistake (an unknown flag, a
+  value of the wrong kind, a missing flagfile, a stray argument) one line and exit status 2;
+  `--help` lists the flags the command defines through `bert_tf.settings`, not only its own."""
+  from absl import flags
+  for flag in flags.FLAGS.get_flags_for_module("bert_tf.settings"):
+    flags.FLAGS.register_key_flag_for_module(argv[0], flag)
+  try:
+    rest = flags.FLAGS(argv)
+  except flags.Error as e:
+    stop(f"error: {str(e).removeprefix('ERROR:: ')}", 2)
+  if len(rest) > 1:
+    stop(f"error: unexpected arguments: {' '.join(rest[1:])}", 2)
+  return rest
+
+
 def stop(line: str, exit_status: int):
   """Ends the command with one line on stderr and `exit_status`; with --verbosity=debug (which
   `configure` gives the `bert_tf` logger as DEBUG) the traceback first."""

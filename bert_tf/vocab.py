@@ -15,8 +15,6 @@ from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
   with console.errors_in_one_line():
     config = settings.from_flags(VocabularyConfig)
@@ -30,4 +28,4 @@ def main(argv):
 if __name__ == "__main__":
   settings.define_flags(VocabularyConfig)
   settings.name_verbosity_levels()
-  app.run(main)
+  app.run(main, flags_parser=console.parse_flags)

@@ -8,6 +8,7 @@ import pytest
 
 from bert_tf import console
 from bert_tf.errors import UserError
+from helpers import run
 
 STARTUP_LINES = [
     "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
@@ -100,3 +101,24 @@ def test_debug_shows_the_traceback_before_the_line(capsys, configured):
   err = capsys.readouterr().err
   assert err.startswith("Traceback") and err.endswith("error: the vocabulary has 10 tokens, "
                                                       "the model 53\n")
+
+
+@pytest.mark.parametrize("command, message", [
+    (["train.py", "--train_stpes=10"],
+     "error: Unknown command line flag 'train_stpes'. Did you mean: train_steps ?"),
+    (["train.py", "--train_steps=abc"],
+     "error: flag --train_steps=abc: invalid literal for int() with base 10: 'abc'"),
+    (["train.py", "--flagfile=/nonexistent.flags"],
+     "error: Unable to open flagfile: [Errno 2] No such file or directory: "
+     "'/nonexistent.flags'"),
+    (["train.py", "--train_steps=5", "extra"], "error: unexpected arguments: extra"),
+    (["-m", "bert_tf.export", "--bogus"], "error: Unknown command line flag 'bogus'"),
+])
+def test_a_flag_mistake_is_one_line_and_exit_status_2(command, message):
+  result = run(command, timeout=120)
+  assert (result.returncode, result.stderr.strip().splitlines()) == (2, [message])
+
+
+def test_help_lists_the_settings():
+  result = run(["train.py", "--help"], timeout=120)
+  assert "--train_steps: Train until this optimizer update" in result.stdout

@@ -22,7 +22,7 @@ PARSE_SCRIPT = r"""
 import json, runpy, sys
 from absl import app, flags
 
-def parse_only(main, argv=None):
+def parse_only(main, argv=None, flags_parser=None):
   flags.FLAGS(argv or sys.argv)
 
 app.run = parse_only

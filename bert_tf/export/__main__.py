@@ -23,8 +23,6 @@ log = logging.getLogger("bert_tf")
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(FLAGS.verbosity)
   from bert_tf.export.trained import export, load_trained
   with console.errors_in_one_line():
@@ -35,4 +33,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=console.parse_flags)

@@ -13,8 +13,6 @@ from bert_tf.finetune.config import FinetuneConfig  # noqa: E402  (no TensorFlow
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   console.configure(flags.FLAGS.verbosity)
   with console.errors_in_one_line():
     config = settings.from_flags(FinetuneConfig)
@@ -28,4 +26,4 @@ def main(argv):
 if __name__ == "__main__":
   settings.define_flags(FinetuneConfig)
   settings.name_verbosity_levels()
-  app.run(main)
+  app.run(main, flags_parser=console.parse_flags)
