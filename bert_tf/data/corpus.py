@@ -228,8 +228,9 @@ def read_ranges(ranges: list[pieces.FileRange], input_format: str) -> tf.data.Da
               path, start, end, file_size, input_format))
 
 
-_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz",
-               b"PK\x03\x04": "zip", b"\x28\xb5\x2f\xfd": "zstd"}
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",
+               b"\x28\xb5\x2f\xfd": "zstd",
+               **{b"BZh%d1AY&SY" % size: "bzip2" for size in range(1, 10)}}
 
 
 def _check_is_text(path: str) -> None:
