@@ -1,5 +1,6 @@
 """The WordPiece vocabulary file and its in-graph tokenizer (docs/design.md#tokenization)."""
 
+import collections
 import re
 
 import tensorflow as tf
@@ -33,12 +34,8 @@ class Vocabulary:
     missing = [t for t in REQUIRED_TOKENS if t not in self.tokens]
     if missing:
       raise UserError(f"vocabulary {path} lacks the special tokens {' '.join(missing)}")
-    if len(set(self.tokens)) != len(self.tokens):
-      seen, repeated = set(), []
-      for token in self.tokens:
-        if token in seen and token not in repeated:
-          repeated.append(token)
-        seen.add(token)
+    repeated = [token for token, count in collections.Counter(self.tokens).items() if count > 1]
+    if repeated:
       raise UserError(f"vocabulary {path} lists tokens more than once (each needs one id): "
                       f"{' '.join(repr(t) for t in repeated[:5])}")
     if self.tokens.index(PAD) != 0:

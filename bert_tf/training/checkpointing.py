@@ -127,7 +127,7 @@ class Checkpointer:
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._restore_common_step(strategy)
     if paths and not indexed:
-      self.manager.save(checkpoint_number=self.step)  # indexed again, as the latest
+      self.save()  # indexed again, as the latest
     return self.step
 
   def _checkpoints_without_index(self) -> list[str]:
