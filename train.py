@@ -32,7 +32,8 @@ def main(argv):
     # Heavy imports after the flags are parsed.
     import tensorflow as tf
     from bert_tf.export import examples
-    from bert_tf.training import checkpointing, failures, report, strategy, trainer
+    from bert_tf.runtime import checkpointing, failures, strategy
+    from bert_tf.training import report, trainer
     try:
       metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
     except checkpointing.TrainingStopped as e:

@@ -64,8 +64,8 @@ def bert_tf_model_and_data(args, batch):
   import tensorflow as tf
   from bert_tf.config import BertConfig
   from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-  from bert_tf.training import precision
-  from bert_tf.training.optimization import create_optimizer
+  from bert_tf.runtime import precision
+  from bert_tf.runtime.optimization import create_optimizer
   config = BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE)
   with precision.policy(args.mixed_precision):
     model = pretraining_model(config)
@@ -92,7 +92,8 @@ def run_train_loop(args, batch) -> float:
   import keras
   import tensorflow as tf
   from bert_tf.config import BertConfig
-  from bert_tf.training import checkpointing, fitting
+  from bert_tf.runtime import checkpointing
+  from bert_tf.training import fitting, stopping
   from bert_tf.training.config import TrainConfig
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
@@ -106,7 +107,7 @@ def run_train_loop(args, batch) -> float:
                          checkpoint_every=500, log_every=args.log_every, verbose=False)
     watchers = fitting.Watchers(config, None, BertConfig.from_preset(args.config,
                                                                      vocab_size=VOCAB_SIZE))
-    loop = watchers.callbacks(checkpointing.CheckpointEvery(checkpointer, 500, 10**9))
+    loop = watchers.callbacks(stopping.CheckpointEvery(checkpointer, 500, 10**9))
     model.fit(dataset, epochs=1, steps_per_epoch=args.warmup, verbose=0, callbacks=loop)
     # Without any batch callback Keras dispatches its own callbacks to a thread, which on a
     # small CPU slows the bare `fit`: a `fit` with one no-op batch callback is timed too.
@@ -130,7 +131,7 @@ def run_keras_hub(args, batch) -> float:
   import keras_hub
   import tensorflow as tf
   from bert_tf.config import BertConfig
-  from bert_tf.training import precision
+  from bert_tf.runtime import precision
   config = BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE)
   with precision.policy(args.mixed_precision):
     backbone = keras_hub.models.BertBackbone(

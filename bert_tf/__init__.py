@@ -11,7 +11,7 @@ _MODULES = {
     "Vocabulary": "bert_tf.data.tokenization",
     "build_vocabulary": "bert_tf.data.vocabulary_learner",
     "compile_for_pretraining": "bert_tf.model.pretraining",
-    "create_optimizer": "bert_tf.training.optimization",
+    "create_optimizer": "bert_tf.runtime.optimization",
     "export_savedmodel": "bert_tf.export.savedmodel",
     "pretraining_dataset": "bert_tf.data.pipeline",
     "pretraining_model": "bert_tf.model.pretraining",

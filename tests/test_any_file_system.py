@@ -17,7 +17,7 @@ import numpy as np
 import safetensors.numpy
 import tensorflow as tf
 from bert_tf.export.trained import export, load_trained
-from bert_tf.training import run_lock
+from bert_tf.runtime import run_lock
 from bert_tf.training.trainer import TrainConfig, train
 
 data_dir, vocab_file = sys.argv[1:3]

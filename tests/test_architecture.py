@@ -1,5 +1,6 @@
-"""The package's layers: data and config, then model and interop, then export, then training
-and fine-tuning, then the commands. No module imports from a layer above its own, and only
+"""The package's layers: data and config, then model and interop, then export, then the runtime,
+then fine-tuning, then pre-training, then the commands. No module imports from a layer above its
+own; of pre-training's modules only the probe imports fine-tuning's; and only
 `bert_tf/model/keras_internals.py` touches Keras's internals."""
 
 import ast
@@ -15,8 +16,10 @@ INTERNALS = "bert_tf.model.keras_internals"
 
 # Modules by their name's start, most specific first; the commands are the top layer.
 LAYERS = (
-    ("bert_tf.vocab", 4), ("bert_tf.audit", 4), ("bert_tf.flags_doc", 4),
-    ("bert_tf.training", 3), ("bert_tf.finetune", 3),
+    ("bert_tf.vocab", 6), ("bert_tf.audit", 6), ("bert_tf.flags_doc", 6),
+    ("bert_tf.training", 5),
+    ("bert_tf.finetune", 4),
+    ("bert_tf.runtime", 3),
     ("bert_tf.export", 2),
     ("bert_tf.model", 1), ("bert_tf.interop", 1),
     ("bert_tf", 0),  # bert_tf.data, bert_tf.config, settings, errors, files, console
@@ -36,7 +39,7 @@ def _modules() -> dict:
 
 def _layer(module: str) -> int:
   if module.endswith(".__main__"):
-    return 4
+    return 6
   return next(layer for start, layer in LAYERS
               if module == start or module.startswith(start + "."))
 
@@ -60,6 +63,14 @@ def test_no_import_runs_up_the_layers(module):
     imported = _imported(ast.parse(f.read())) & set(MODULES)
   above = sorted(name for name in imported if _layer(name) > _layer(module))
   assert not above, f"{module} (layer {_layer(module)}) imports {above}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("bert_tf.training")))
+def test_only_the_probe_reaches_into_fine_tuning(module):
+  with open(MODULES[module], encoding="utf-8") as f:
+    imported = _imported(ast.parse(f.read()))
+  finetune = sorted(name for name in imported if name.startswith("bert_tf.finetune"))
+  assert not finetune or module == "bert_tf.training.probe", f"{module} imports {finetune}"
 
 
 def _private_uses(tree: ast.Module) -> list:

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.errors import UserError
-from bert_tf.training import checkpointing
 from bert_tf.data.data_position import DataPosition
+from bert_tf.errors import UserError
+from bert_tf.runtime import checkpointing
+from bert_tf.training import fitting, stopping
 
 
 def make_model(seed=0):
@@ -138,8 +139,8 @@ def fit(model, guard, steps, steps_per_execution, x_value=1.0):
   data = tf.data.Dataset.from_tensors(
       (np.full((2, 4), x_value, "float32"), np.ones((2, 1), "float32"))).repeat()
   recorder = Recorder(guard)
-  epochs, steps_per_epoch = checkpointing.intervals(int(model.optimizer.iterations.numpy()),
-                                                    steps, guard.every)
+  epochs, steps_per_epoch = fitting.intervals(int(model.optimizer.iterations.numpy()),
+                                              steps, guard.every)
   model.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
             callbacks=[guard, recorder])
   return recorder.seen
@@ -147,7 +148,7 @@ def fit(model, guard, steps, steps_per_execution, x_value=1.0):
 
 def test_steps_are_counted_on_the_host_across_epochs_and_executions(tmp_path):
   checkpointer = make_checkpointer(str(tmp_path / "checkpoints"))
-  guard = checkpointing.CheckpointEvery(checkpointer, every=4, train_steps=12)
+  guard = stopping.CheckpointEvery(checkpointer, every=4, train_steps=12)
   seen = fit(checkpointer.model, guard, 12, steps_per_execution=2)
   assert seen == [(step, step) for step in range(2, 13, 2)]
   assert [int(p.rsplit("-", 1)[1]) for p in checkpointer.manager.checkpoints] == [4, 8, 12]
@@ -156,7 +157,7 @@ def test_steps_are_counted_on_the_host_across_epochs_and_executions(tmp_path):
 def test_a_non_finite_loss_stops_before_the_next_save(tmp_path):
   checkpointer = make_checkpointer(str(tmp_path / "checkpoints"))
   checkpointer.save()  # step 0
-  guard = checkpointing.CheckpointEvery(checkpointer, every=4, train_steps=12)
+  guard = stopping.CheckpointEvery(checkpointer, every=4, train_steps=12)
   fit(checkpointer.model, guard, 12, steps_per_execution=2, x_value=np.inf)
   assert guard.non_finite and checkpointer.model.stop_training
   assert "the loss is not finite at step 4" in guard.stop_reason
@@ -165,11 +166,11 @@ def test_a_non_finite_loss_stops_before_the_next_save(tmp_path):
 
 
 def test_steps_per_execution_must_divide_the_intervals():
-  checkpointing.check_steps_per_execution(4, 100, 1000)
+  stopping.check_steps_per_execution(4, 100, 1000)
   with pytest.raises(UserError, match="checkpoint_every 10 is not a multiple of "
                      "steps_per_execution 4"):
-    checkpointing.check_steps_per_execution(4, 10, 1000)
+    stopping.check_steps_per_execution(4, 10, 1000)
   with pytest.raises(UserError, match="train_steps 1002 is not a multiple"):
-    checkpointing.check_steps_per_execution(4, 100, 1002)
+    stopping.check_steps_per_execution(4, 100, 1002)
   with pytest.raises(UserError, match="must be positive"):
-    checkpointing.check_steps_per_execution(0, 100, 1000)
+    stopping.check_steps_per_execution(0, 100, 1000)

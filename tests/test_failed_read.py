@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.runtime.optimization import create_optimizer
 from helpers import small_batch, tiny_bert
 
 STEPS_BEFORE = 6  # the batches read before the one that fails

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import corpus
-from bert_tf.training import failures
+from bert_tf.runtime import failures
 
 
 @pytest.mark.parametrize("error, described", [

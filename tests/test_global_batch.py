@@ -18,7 +18,7 @@ from helpers import TWO_CPUS_TINY_BERT, run_script
 
 SCRIPT = TWO_CPUS_TINY_BERT + r"""
 from bert_tf.model import keras_internals
-from bert_tf.training import optimization
+from bert_tf.runtime import optimization
 from helpers import masked_slots
 
 BATCH, SEQ, SLOTS = 8, 16, 6

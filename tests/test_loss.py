@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.runtime.optimization import create_optimizer
 from helpers import small_batch, tiny_bert
 
 CONFIG = tiny_bert()

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.runtime.optimization import create_optimizer
 from helpers import TRAIN_AS_WORKER, finish, start_workers, weights
 
 WORKER = TRAIN_AS_WORKER + r"""

@@ -5,7 +5,7 @@ import pytest
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.optimization import WarmupLinearDecay, create_optimizer
+from bert_tf.runtime.optimization import WarmupLinearDecay, create_optimizer
 
 
 def test_bert_defaults():

@@ -9,8 +9,8 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training import precision
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.runtime import precision
+from bert_tf.runtime.optimization import create_optimizer
 from helpers import small_batch, tiny_bert
 
 CONFIG = tiny_bert()

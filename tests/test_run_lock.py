@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training import run_lock
-from bert_tf.training.run_lock import RunLock
+from bert_tf.runtime import run_lock
+from bert_tf.runtime.run_lock import RunLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -2,7 +2,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training.strategy import create_strategy, is_chief, per_replica_batch_size
+from bert_tf.runtime.strategy import create_strategy, is_chief, per_replica_batch_size
 
 
 class TwoReplicas:

@@ -7,7 +7,7 @@ import dataclasses
 
 from bert_tf.data.config import ColumnsConfig, DataDirConfig
 from bert_tf.settings import setting
-from bert_tf.training.config import ExecutionConfig
+from bert_tf.runtime.runtime_settings import ExecutionConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from bert_tf.interop.tf1_checkpoint import is_tf1_checkpoint
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.runtime.optimization import create_optimizer
 
 
 @dataclasses.dataclass

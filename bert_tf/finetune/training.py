@@ -18,8 +18,7 @@ from bert_tf.finetune import data, metrics
 from bert_tf.finetune.config import FinetuneConfig
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, compile_classifier, load_pretrained
-from bert_tf.training import precision
-from bert_tf.training import strategy as strategy_lib
+from bert_tf.runtime import preamble
 
 log = logging.getLogger("bert_tf")
 
@@ -89,12 +88,10 @@ def finetune(config: FinetuneConfig) -> dict:
       builtin_task.resolve(config.train_file, config.data_dir, 0),
       builtin_task.resolve(config.dev_file, config.data_dir, 1),
       config.text_columns, config.label_column)
-  strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
-  strategy_lib.check_batch_size(strategy, config.batch_size)
-  keras.utils.set_random_seed(config.seed)
+  strategy = preamble.create(config)
   steps_per_epoch = math.ceil(len(train) / config.batch_size)
   train_steps = steps_per_epoch * config.epochs
-  with strategy.scope(), precision.policy(config.mixed_precision):
+  with preamble.building_models(strategy, config, global_batch_size=config.batch_size):
     pretrained = load_pretrained(config.model_dir, from_scratch=config.from_scratch)
     if config.seq_length > pretrained.config.max_position_embeddings:
       raise UserError(f"seq_length {config.seq_length} exceeds the model's "

@@ -17,7 +17,7 @@ still needs internals, and the optimizers two more:
   clips two half-gradients, another update than on one device. `ClipsSummedGradients` clips
   the summed gradient instead, at the one point where Keras has it: after its all-reduce.
 - `Optimizer._get_variable_index`, `_momentums`, `_velocities`, `_use_weight_decay`: LAMB with
-  the paper's decay inside the trust ratio (`training/optimization.py`) reuses Keras's Adam
+  the paper's decay inside the trust ratio (`runtime/optimization.py`) reuses Keras's Adam
   slots and its weight-decay exclusions, which Keras exposes to its own subclasses only
   (`adam_slots`, `is_decayed`).
 

@@ -1,61 +1,22 @@
 """`TrainConfig`: every setting of a pre-training run, each declared once.
 
 `TrainConfig` gathers the data settings (`bert_tf.data.config`), the model's
-(`bert_tf.model.config`) and the ones declared here: how the run executes, how it optimises,
-and how it is checkpointed, evaluated and shown. Its fields are `train.py`'s flags (see
-`bert_tf.settings`). No TensorFlow import: `train.py` reads its flagfile before TensorFlow
-loads. How a run goes: docs/training.md; the design behind the settings: docs/design.md.
+(`bert_tf.model.config`), how the run executes and optimises
+(`bert_tf.runtime.runtime_settings`) and the ones declared here: how it is checkpointed,
+evaluated and shown. Its fields are `train.py`'s flags (see `bert_tf.settings`). No
+TensorFlow import: `train.py` reads its flagfile before TensorFlow loads. How a run goes:
+docs/training.md; the design behind the settings: docs/design.md.
 """
 
 import dataclasses
 
 from bert_tf.data.config import ColumnsConfig, PipelineConfig, VocabularyConfig
 from bert_tf.model.config import ModelConfig
+from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
 
-STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("none", "bf16", "fp16")
-OPTIMIZERS = ("adamw", "lamb")
 ON_NAN = ("stop", "rollback")
 MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
-
-
-@dataclasses.dataclass(frozen=True)
-class ExecutionConfig:
-  """Where and how the steps run: seed, distribution, precision, compilation."""
-
-  seed: int = setting(0, "Seed of the data stream and the initial weights.", change=STREAM)
-  strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES, change=NOTED)
-  tpu: str = setting("", "TPU name or address for --strategy=tpu.", change=NOTED)
-  mixed_precision: str = setting(
-      "none", "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, logits and "
-      "losses stay float32.", choices=PRECISIONS, change=NOTED)
-  jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
-                              "under any tf.distribute strategy unless asked).", change=NOTED)
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizerConfig:
-  """The optimizer, the batch of one update and the learning-rate schedule."""
-
-  optimizer: str = setting("adamw", "adamw (BERT's), or lamb for large batches (the paper's "
-                           "trust ratio).", choices=OPTIMIZERS, change=NOTED)
-  global_batch_size: int = setting(16, "Examples per optimizer update, across all replicas "
-                                   "and accumulated parts.", change=NOTED)
-  gradient_accumulation_steps: int = setting(
-      1, "Parts each replica's batch is split into, their gradients summed before one update: "
-      "the same update in less memory.", change=NOTED)
-  train_steps: int = setting(2000, "Train until this optimizer update (counted from the first "
-                             "phase's start when going on from another run).", change=NOTED)
-  decay_steps: int = setting(0, "The update at which the learning rate reaches 0 (0: "
-                             "--train_steps). Phase 1 of a two-phase run stops before it.",
-                             change=NOTED)
-  learning_rate: float = setting(1e-3, "Peak learning rate.", change=NOTED)
-  warmup_steps: int = setting(200, "Linear warm-up steps.", change=NOTED)
-  weight_decay: float = setting(0.01, "Decoupled weight decay (not on layer norms and biases).",
-                                change=NOTED)
-  clip_norm: float = setting(1.0, "Clip the global batch's gradient to this global norm (0: no "
-                             "clipping).", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.training import strategy as strategy_lib
+from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training.config import TrainConfig
 
 

@@ -5,6 +5,7 @@ stops it with a checkpoint of the current step."""
 
 import contextlib
 import logging
+import math
 import os
 
 import keras
@@ -12,9 +13,9 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.model.flops import model_flops_per_sequence
+from bert_tf.runtime import checkpointing, failures, optimization
 from bert_tf.training import callbacks as callbacks_lib
-from bert_tf.training import checkpointing, datasets, evaluation, failures, optimization
-from bert_tf.training import probe, progress, run_time
+from bert_tf.training import datasets, evaluation, probe, progress, run_time, stopping
 from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -92,11 +93,11 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
     log.info("Training already complete (step %d): measuring and exporting", checkpointer.step)
   elif not checkpointer.latest_step:
     checkpointer.save()  # step 0: something good to roll back to
-  guard = checkpointing.CheckpointEvery(checkpointer, config.checkpoint_every,
+  guard = stopping.CheckpointEvery(checkpointer, config.checkpoint_every,
                                         config.train_steps)
   rollbacks = 0
   while checkpointer.step < config.train_steps:
-    epochs, steps_per_epoch = checkpointing.intervals(
+    epochs, steps_per_epoch = intervals(
         checkpointer.step, config.train_steps, config.checkpoint_every)
     with _input_failures_saved(checkpointer):
       model.fit(datasets.training_stream(config, vocabulary, strategy, data_position),
@@ -115,3 +116,10 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
       raise checkpointing.TrainingStopped(guard.stop_reason)
   if watchers.clock.seconds:  # something was trained
     log.info("%s", watchers.clock.split())
+
+
+def intervals(start_step: int, train_steps: int, every: int) -> tuple[int, int]:
+  """(epochs, steps_per_epoch) for `fit` to run from `start_step` to `train_steps`, one Keras
+  epoch per checkpoint interval (CheckpointEvery stops it exactly at `train_steps`)."""
+  steps_per_epoch = min(every, train_steps - start_step)
+  return math.ceil((train_steps - start_step) / steps_per_epoch), steps_per_epoch

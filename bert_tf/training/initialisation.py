@@ -11,7 +11,7 @@ from bert_tf.config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.model_dir import is_training_directory
-from bert_tf.training import checkpointing
+from bert_tf.runtime import checkpointing
 from bert_tf.training.config import TrainConfig
 
 log = logging.getLogger("bert_tf")

@@ -14,7 +14,8 @@ from bert_tf.data.config import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
-from bert_tf.training import checkpointing, evaluation, failures, probe
+from bert_tf.runtime import failures
+from bert_tf.training import evaluation, probe, stopping
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
 
@@ -38,7 +39,7 @@ def check_settings(config: TrainConfig) -> None:
                     f"{config.train_steps}: the learning rate would be 0 at the end")
   if config.dropout is not None and not 0 <= config.dropout < 1:
     raise UserError(f"dropout {config.dropout} is not in [0, 1)")
-  checkpointing.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
+  stopping.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
                                           config.train_steps)
   PipelineConfig.check(config)
 

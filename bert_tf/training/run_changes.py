@@ -1,10 +1,11 @@
 """What changed since a model_dir last trained, and what a re-run on it does about each change.
 
 A re-run on a model_dir that has a checkpoint compares its settings with the model_dir's
-(`train_config.json`, written by `run_files`), its model with `bert_config.json` and
-`vocab.txt`, and its training corpus with the fingerprint `corpus.json` (each file's size and
-modification time, as `tf.io.gfile.stat` gives them on any file system). Each difference is one
-line, and each setting declares what changing it does (`change=` in its `setting(...)`):
+(`train_config.json`, written by `run_files`, through `runtime/setting_changes.py`), its model
+with `bert_config.json` and `vocab.txt`, and its training corpus with the fingerprint
+`corpus.json` (each file's size and modification time, as `tf.io.gfile.stat` gives them on any
+file system). Each difference is one line, and each setting declares what changing it does
+(`change=` in its `setting(...)`):
 - model (--config, the vocabulary): the checkpoints hold another model: an error;
 - stream (the corpus, seq_length, masking, NSP, the seed, ...): the recorded data position
   indexes the old stream of examples, so the stream starts afresh at the first piece of the
@@ -15,7 +16,6 @@ The table: docs/reliability.md.
 
 import concurrent.futures
 import dataclasses
-import json
 import logging
 import os
 
@@ -29,6 +29,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.model_dir import is_training_directory
+from bert_tf.runtime import setting_changes
 from bert_tf.training.config import TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -80,7 +81,7 @@ class RunChanges:
 def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary) -> RunChanges:
   """Compares this run with the model_dir's last one (nothing to compare before its first
   checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
-  recorded_settings = _read_json(trained.TRAIN_CONFIG_FILE, config.model_dir)
+  recorded_settings = setting_changes.read_record(config.model_dir, trained.TRAIN_CONFIG_FILE)
   if not (is_training_directory(config.model_dir) and recorded_settings):
     return RunChanges()
   model_lines = _model_differences(config.model_dir, bert_config, vocabulary)
@@ -88,25 +89,18 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
     raise UserError(f"the model differs from the one {config.model_dir} trained "
                     f"({'; '.join(model_lines)}): its checkpoints cannot go on as another "
                     "model; use a new --model_dir")
-  recorded_corpus = _read_json(CORPUS_FILE, config.model_dir)
+  recorded_corpus = setting_changes.read_record(config.model_dir, CORPUS_FILE)
   differences = (_corpus_differences(recorded_corpus, corpus_fingerprint(config))
                  if recorded_corpus else [])
-  for field, before, after in _setting_differences(recorded_settings, config):
+  for field, before, after in setting_changes.differences(recorded_settings, config):
     change = field.metadata["change"]
     if field.name == "input_files" and recorded_corpus:
       change = settings.NOTED  # the fingerprint says whether the files changed
-    differences.append((f"{field.name} {_shown(before)} -> {_shown(after)}", change))
+    differences.append((f"{field.name} {setting_changes.shown(before)} -> "
+                        f"{setting_changes.shown(after)}", change))
   for line, change in differences:
     log.info("Changed since %s last trained: %s (%s)", config.model_dir, line, _MEANING[change])
   return RunChanges(any(change == settings.STREAM for _, change in differences))
-
-
-def _read_json(name: str, model_dir: str) -> dict | None:
-  path = os.path.join(model_dir, name)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
 
 
 def _model_differences(model_dir: str, bert_config: BertConfig,
@@ -144,17 +138,3 @@ def _corpus_differences(before: dict, after: dict) -> list[tuple[str, str]]:
 def _listed(names: list[str]) -> str:
   more = len(names) - _NAMES_SHOWN
   return ", ".join(names[:_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
-
-
-def _setting_differences(recorded: dict, config: TrainConfig):
-  """(field, recorded value, this run's value) for each setting that differs; a setting the
-  model_dir has no record of (it predates the setting) counts as its default."""
-  for field in settings.declared(TrainConfig):
-    before = recorded.get(field.name, field.default)
-    after = getattr(config, field.name)
-    if before != after:
-      yield field, before, after
-
-
-def _shown(value) -> str:
-  return repr(value) if isinstance(value, str) else str(value)

@@ -10,14 +10,13 @@ last one (`run_changes`), build the model under the strategy, resume or initiali
 import dataclasses
 import os
 
-import keras
-
 from bert_tf.data.data_position import DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.model_dir import CHECKPOINTS
-from bert_tf.training import checkpointing, finishing, fitting, initialisation, optimization
-from bert_tf.training import precision, preparation, run_changes, run_files, run_lock
-from bert_tf.training import strategy as strategy_lib
+from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
+from bert_tf.runtime import strategy as strategy_lib
+from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes
+from bert_tf.training import run_files
 from bert_tf.training.config import TrainConfig
 
 
@@ -28,17 +27,14 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   `checkpointing.TrainingStopped` when preempted or on a non-finite loss, and `UserError` for
   a mistake in the settings or the files.
   """
-  # First: a multi-worker strategy must exist before any other TensorFlow op.
-  strategy = strategy_lib.create_strategy(config.strategy, config.tpu)
+  strategy = preamble.create(config)  # first: before any other TensorFlow op
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
     vocabulary, bert_config = preparation.prepare(config)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
-    strategy_lib.check_batch_size(strategy, config.global_batch_size,
-                                  config.gradient_accumulation_steps)
-    keras.utils.set_random_seed(config.seed)
-    with strategy.scope(), precision.policy(config.mixed_precision):
+    with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
+                                  accumulation_steps=config.gradient_accumulation_steps):
       data_position = DataPosition(strategy.num_replicas_in_sync)
       model = compile_for_pretraining(
           pretraining_model(bert_config), optimization.optimizer_for(config),

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from bert_tf.errors import UserError
 from bert_tf.model.keras_internals import ClipsSummedGradients, adam_slots, is_decayed
-from bert_tf.training.config import OPTIMIZERS
+from bert_tf.runtime.runtime_settings import OPTIMIZERS, OptimizerConfig
 
 # Layer-norm scales and offsets (`gamma`, `beta`) and every bias (`bias`, the MLM head's
 # `output_bias`) are not decayed (and, with LAMB, not layer-adapted). Keras matches these
@@ -82,19 +82,19 @@ class Lamb(ClipsSummedGradients, keras.optimizers.Lamb):
     return {**super().get_config(), "decay_rate": self.decay_rate}
 
 
-def optimizer_for(config) -> keras.optimizers.Optimizer:
-  """The optimizer a `TrainConfig` asks for."""
+def optimizer_for(config: OptimizerConfig) -> keras.optimizers.Optimizer:
+  """The optimizer the settings ask for."""
   return create_optimizer(config.optimizer, learning_rate=config.learning_rate,
                           warmup_steps=config.warmup_steps, train_steps=decay_steps(config),
                           weight_decay=config.weight_decay, clip_norm=config.clip_norm)
 
 
-def decay_steps(config) -> int:
-  """The step at which a `TrainConfig`'s learning rate reaches 0."""
+def decay_steps(config: OptimizerConfig) -> int:
+  """The step at which the settings' learning rate reaches 0."""
   return config.decay_steps or config.train_steps
 
 
-def schedule_for(config) -> WarmupLinearDecay:
+def schedule_for(config: OptimizerConfig) -> WarmupLinearDecay:
   """The learning-rate schedule of `optimizer_for(config)`."""
   return WarmupLinearDecay(config.learning_rate, config.warmup_steps, decay_steps(config))
 

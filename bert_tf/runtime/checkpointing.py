@@ -1,48 +1,40 @@
-"""Checkpoints every N steps, exact resume, SIGTERM, non-finite losses (docs/design.md#checkpoints).
+"""Checkpoint storage: save, resume exactly, repair (docs/design.md#checkpoints).
 
 Keras's `BackupAndRestore` restores at epoch granularity and never the data position, so
 this is written here on `tf.train.CheckpointManager`:
 - A checkpoint holds the weights, the optimizer (slots and step count, hence the learning-rate
-  schedule) and the dropout random-number state. TensorFlow writes the files first and the
-  `checkpoint` index that names the latest one last, so a kill mid-write leaves the previous
-  checkpoint as the latest.
-- The data position (`data_position.py`): where each input pipeline's stream is, so that a
-  resumed run sees what an uninterrupted run would have seen, at the cost of one piece.
-- SIGTERM (preemption), SIGHUP (a closed terminal) and SIGINT (Ctrl-C) save a checkpoint at
-  the current step and stop within a step. A second SIGINT meanwhile aborts at once (the
-  operating system's default: the process ends, even inside TensorFlow's C++ code); the
-  previous checkpoint is then still the latest, or the new one if it was complete.
-- A non-finite loss stops training before anything is saved: the last checkpoint is the last
-  good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
-  batches (the data position is kept across that restore). The
-  loss is read at each save and every `LOSS_CHECK_EVERY` steps, never on every step.
+  schedule), the dropout random-number state and the data position (`data_position.py`: where
+  each input pipeline's stream is, so that a resumed run sees what an uninterrupted run would
+  have seen, at the cost of one piece). TensorFlow writes the files first and the `checkpoint`
+  index that names the latest one last, so a kill mid-write leaves the previous checkpoint as
+  the latest.
 - The latest checkpoint unreadable (a truncated file): a warning naming it, and the newest
-  readable one is restored. A save that fails (disk full): `TrainingStopped` naming the
-  checkpoint, the previous one still the latest.
+  readable one is restored; the `checkpoint` index lost: the checkpoints on disk are found and
+  indexed again. A save that fails (disk full): `TrainingStopped` naming the checkpoint, what
+  was written of it removed, the previous one still the latest. A weight that is not finite is
+  never saved.
 - Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have.
-- With `steps_per_execution=N`, Keras calls back once per N updates: N must divide the
-  checkpoint interval and `train_steps`, so that every save falls on a callback.
+When a run saves and stops (every N steps, signals, non-finite losses) is the trainer's policy
+(`bert_tf/training/stopping.py`).
 """
 
 import logging
-import math
 import os
 import re
-import signal
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import console
 from bert_tf.errors import UserError
 from bert_tf.model_dir import CHECKPOINTS
-from bert_tf.training import failures
-from bert_tf.training.callbacks import StepCounter
+from bert_tf.runtime import failures
 
 log = logging.getLogger("bert_tf")
 
-LOSS_CHECK_EVERY = 100  # steps between reads of the loss, besides each save
+
+class TrainingStopped(Exception):
+  """Training ended early: preempted (SIGTERM), a non-finite loss, a failed save or read."""
 
 
 class UnreadableCheckpoint(Exception):
@@ -77,10 +69,6 @@ def _restore_fitting(checkpoint: tf.train.Checkpoint, path: str, advice: str,
       raise UnreadableCheckpoint(f"the checkpoint {path} cannot be read: {reason}") from None
     raise UserError(f"the checkpoint {path} does not fit this model (another --config or "
                     f"vocabulary? {advice}): {_first_line(e)}") from None
-
-
-class TrainingStopped(Exception):
-  """Training ended early: preempted (SIGTERM) or a non-finite loss."""
 
 
 def _random_states(model: keras.Model) -> list:
@@ -204,100 +192,3 @@ class Checkpointer:
         tf.io.gfile.rmtree(partial)
       except tf.errors.OpError as e:
         log.warning("could not remove the partial save %s: %s", partial, failures.describe(e))
-
-
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: a closed terminal
-
-
-class CheckpointEvery(StepCounter):
-  """Saves every `every` steps and at `train_steps`, where it also stops training; stops and
-  saves on SIGTERM and SIGINT; stops without saving on a non-finite loss, checked at each
-  save and every `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on
-  every step)."""
-
-  def __init__(self, checkpointer: Checkpointer, every: int, train_steps: int):
-    super().__init__()
-    self.checkpointer = checkpointer
-    self.every = every
-    self.train_steps = train_steps
-    self.stop_reason = None
-    self.non_finite = False
-    self._stopped_by = None  # the signal asking to stop, if any
-    self._previous_handlers = {}
-    self._next_loss_check = 0
-
-  def on_train_end(self, logs=None):
-    for signum, handler in self._previous_handlers.items():
-      if not (signum == signal.SIGINT and self._stopped_by == signal.SIGINT):
-        signal.signal(signum, handler or signal.SIG_DFL)  # after a Ctrl-C, another aborts
-
-  def _on_signal(self, signum, frame):
-    if self._stopped_by is None:
-      self._stopped_by = signum
-    if signum == signal.SIGINT:
-      signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
-      # Straight to the descriptor: a handler must not re-enter a write to sys.stderr.
-      os.write(2, (("\n" if console.is_terminal() else "") + "Interrupted: saving a checkpoint "
-                   "at the end of this step (Ctrl-C again aborts at once)\n").encode())
-
-  def on_train_begin(self, logs=None):
-    super().on_train_begin(logs)
-    steps_per_execution = self.model.steps_per_execution
-    if self.step % steps_per_execution:
-      raise UserError(f"the run is at step {self.step}, not a multiple of steps_per_execution "
-                      f"{steps_per_execution}: resume with the steps_per_execution it ran with")
-    self.stop_reason = None
-    self.non_finite = False
-    self._next_loss_check = self.step + LOSS_CHECK_EVERY
-    self._previous_handlers = {signum: signal.signal(signum, self._on_signal)
-                               for signum in _STOP_SIGNALS}
-
-  def on_train_batch_end(self, batch, logs=None):
-    super().on_train_batch_end(batch, logs)
-    step = self.step
-    stopping = self._stopped_by is not None
-    saving = stopping or step % self.every == 0 or step >= self.train_steps
-    if saving or step >= self._next_loss_check:
-      self._next_loss_check = step + LOSS_CHECK_EVERY
-      loss = (logs or {}).get("loss")
-      if loss is not None and not math.isfinite(float(loss)):
-        self.non_finite = True
-        self.stop_reason = (f"the loss is not finite at step {step}: training stopped, "
-                            "nothing saved; the latest checkpoint (step "
-                            f"{self.checkpointer.latest_step}) is the last good one")
-        self.model.stop_training = True
-        return
-    if stopping:
-      path = self.checkpointer.save()
-      self.stop_reason = (
-          f"interrupted at step {step}, saved; re-run the command to go on"
-          if self._stopped_by == signal.SIGINT else
-          f"stopped by {signal.Signals(self._stopped_by).name} at step {step}, checkpoint "
-          f"{path}: run the same command to "
-          "resume")
-      self.model.stop_training = True
-    elif saving:
-      self.checkpointer.save()
-      log.info("checkpoint at step %s", f"{step:,}")
-    if step >= self.train_steps:
-      self.model.stop_training = True
-
-
-def check_steps_per_execution(steps_per_execution: int, checkpoint_every: int,
-                              train_steps: int) -> None:
-  """Keras calls back once per `steps_per_execution` updates: every checkpoint and the end
-  of training must fall on a call."""
-  if steps_per_execution <= 0:
-    raise UserError("steps_per_execution must be positive")
-  for name, value in (("checkpoint_every", checkpoint_every), ("train_steps", train_steps)):
-    if value % steps_per_execution:
-      raise UserError(f"{name} {value} is not a multiple of steps_per_execution "
-                      f"{steps_per_execution}: checkpoints and the end of training fall only "
-                      "between executions")
-
-
-def intervals(start_step: int, train_steps: int, every: int) -> tuple[int, int]:
-  """(epochs, steps_per_epoch) for `fit` to run from `start_step` to `train_steps`, one Keras
-  epoch per checkpoint interval (CheckpointEvery stops it exactly at `train_steps`)."""
-  steps_per_epoch = min(every, train_steps - start_step)
-  return math.ceil((train_steps - start_step) / steps_per_epoch), steps_per_epoch

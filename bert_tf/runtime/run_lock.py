@@ -25,7 +25,7 @@ import uuid
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training import failures
+from bert_tf.runtime import failures
 
 log = logging.getLogger("bert_tf")
 

@@ -6,7 +6,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.training.config import STRATEGIES
+from bert_tf.runtime.runtime_settings import STRATEGIES
 
 log = logging.getLogger("bert_tf")
 

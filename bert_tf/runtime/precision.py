@@ -10,7 +10,7 @@ import contextlib
 import keras
 
 from bert_tf.errors import UserError
-from bert_tf.training.config import PRECISIONS
+from bert_tf.runtime.runtime_settings import PRECISIONS
 
 POLICIES = dict(zip(PRECISIONS, ("float32", "mixed_bfloat16", "mixed_float16")))
 
