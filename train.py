@@ -33,7 +33,8 @@ def main(argv):
     import tensorflow as tf
     from bert_tf.export import examples
     from bert_tf.runtime import checkpointing, failures, strategy
-    from bert_tf.training import report, trainer
+    from bert_tf.training import trainer
+    from bert_tf.training.watching import report
     try:
       metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
     except checkpointing.TrainingStopped as e:

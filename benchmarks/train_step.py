@@ -85,7 +85,7 @@ def run_bert_tf(args, batch) -> float:
 
 
 def run_train_loop(args, batch) -> float:
-  """Times `fit` with train.py's callbacks (`fitting.Watchers`, without the progress line);
+  """Times `fit` with train.py's callbacks (`RunMonitor`, without the progress line);
   also the bare `fit` of the same model, in rounds alternating with it (`bare_seconds`), so
   that both see the same machine load."""
   import tempfile
@@ -93,7 +93,8 @@ def run_train_loop(args, batch) -> float:
   import tensorflow as tf
   from bert_tf.config import BertConfig
   from bert_tf.runtime import checkpointing
-  from bert_tf.training import fitting, stopping
+  from bert_tf.training import stopping
+  from bert_tf.training.watching.monitor import RunMonitor
   from bert_tf.training.config import TrainConfig
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
@@ -105,9 +106,9 @@ def run_train_loop(args, batch) -> float:
                          max_predictions_per_seq=math.ceil(0.15 * args.seq_length),
                          global_batch_size=args.batch_size, train_steps=10**9,
                          checkpoint_every=500, log_every=args.log_every, verbose=False)
-    watchers = fitting.Watchers(config, None, BertConfig.from_preset(args.config,
-                                                                     vocab_size=VOCAB_SIZE))
-    loop = watchers.callbacks(stopping.CheckpointEvery(checkpointer, 500, 10**9))
+    monitor = RunMonitor(config, None, BertConfig.from_preset(args.config,
+                                                              vocab_size=VOCAB_SIZE))
+    loop = monitor.callbacks(stopping.CheckpointEvery(checkpointer, 500, 10**9))
     model.fit(dataset, epochs=1, steps_per_epoch=args.warmup, verbose=0, callbacks=loop)
     # Without any batch callback Keras dispatches its own callbacks to a thread, which on a
     # small CPU slows the bare `fit`: a `fit` with one no-op batch callback is timed too.

@@ -70,7 +70,7 @@ def test_only_the_probe_reaches_into_fine_tuning(module):
   with open(MODULES[module], encoding="utf-8") as f:
     imported = _imported(ast.parse(f.read()))
   finetune = sorted(name for name in imported if name.startswith("bert_tf.finetune"))
-  assert not finetune or module == "bert_tf.training.probe", f"{module} imports {finetune}"
+  assert not finetune or module == "bert_tf.training.watching.probe", f"{module} imports {finetune}"
 
 
 def _private_uses(tree: ast.Module) -> list:

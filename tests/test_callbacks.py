@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training import run_time
-from bert_tf.training.callbacks import Timed, TrainingCurves, TrainingWindow
+from bert_tf.training.watching import run_time
+from bert_tf.training.watching.callbacks import Timed, TrainingCurves, TrainingWindow
 
 BATCH = 4
 

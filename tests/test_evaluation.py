@@ -15,8 +15,8 @@ from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from bert_tf.training import evaluation
-from bert_tf.training.callbacks import TrainingCurves
+from bert_tf.training.watching import evaluation
+from bert_tf.training.watching.callbacks import TrainingCurves
 from bert_tf.training.config import TrainConfig
 
 EVAL_STEPS = 2

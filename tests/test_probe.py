@@ -19,7 +19,7 @@ from bert_tf.config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training import probe
+from bert_tf.training.watching import probe
 from bert_tf.training.config import TrainConfig
 from bert_tf.training.trainer import train
 

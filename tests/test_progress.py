@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training import progress, run_time
-from bert_tf.training.callbacks import TrainingWindow
+from bert_tf.training.watching import progress, run_time
+from bert_tf.training.watching.callbacks import TrainingWindow
 
 
 def test_progress_line():

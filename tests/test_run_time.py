@@ -2,7 +2,7 @@
 
 import time
 
-from bert_tf.training import run_time
+from bert_tf.training.watching import run_time
 
 
 def test_duration():

@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-from bert_tf.training.summaries import ScalarWriter
+from bert_tf.training.watching.summaries import ScalarWriter
 
 
 def points(directory: str) -> list:

@@ -13,7 +13,8 @@ import pytest
 from bert_tf.data import builtin_corpus
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.training import preparation, run_files, run_lock, trainer
+from bert_tf.runtime import run_lock
+from bert_tf.training import preparation, run_files, trainer
 from bert_tf.training.config import TrainConfig
 
 

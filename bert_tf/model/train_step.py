@@ -44,7 +44,7 @@ class PretrainingModel(BuiltBeforeFit):
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
-    # Two metrics of the training step, for watching it (see training/callbacks.py): the
+    # Two metrics of the training step, for watching it (see training/watching/callbacks.py): the
     # gradient's global norm before clipping, and the real (non-padding) tokens trained on.
     self.gradient_norm_tracker = keras.metrics.Mean(name="gradient_norm")
     self.tokens_tracker = keras.metrics.Sum(name="tokens")

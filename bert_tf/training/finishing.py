@@ -10,13 +10,16 @@ from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
-from bert_tf.training import datasets, evaluation, report
+from bert_tf.training import datasets
+from bert_tf.training.watching import evaluation, report
+from bert_tf.training.watching.monitor import RunMonitor
 from bert_tf.training.config import TrainConfig
 
 log = logging.getLogger("bert_tf")
 
 
-def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary, watchers) -> dict:
+def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
+           monitor: RunMonitor) -> dict:
   """Writes what a finished run leaves; returns the metrics also in metrics.json.
 
   The final figures are measured on fresh batches (new pairs and masks, dropout off), so that
@@ -26,11 +29,11 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary, watc
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(
       steps=int(model.optimizer.iterations.numpy()),
-      **watchers.window.run_rates(),
+      **monitor.window.run_rates(),
       most_frequent_token_accuracy=evaluation.most_frequent_token_accuracy(
           measured, config.eval_steps))
-  if watchers.held_out:
-    metrics.update(watchers.held_out.evaluate(model))
+  if monitor.held_out:
+    metrics.update(monitor.held_out.evaluate(model))
   files.write_json(os.path.join(config.model_dir, trained.METRICS_FILE), metrics)
   report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
                      os.path.join(config.model_dir, "curves.png"),

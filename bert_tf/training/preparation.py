@@ -15,7 +15,8 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.runtime import failures
-from bert_tf.training import evaluation, probe, stopping
+from bert_tf.training import stopping
+from bert_tf.training.watching import evaluation, probe
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
 

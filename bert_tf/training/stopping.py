@@ -22,7 +22,7 @@ import signal
 from bert_tf import console
 from bert_tf.errors import UserError
 from bert_tf.runtime.checkpointing import Checkpointer
-from bert_tf.training.callbacks import StepCounter
+from bert_tf.training.watching.callbacks import StepCounter
 
 log = logging.getLogger("bert_tf")
 

@@ -18,6 +18,7 @@ from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes
 from bert_tf.training import run_files
 from bert_tf.training.config import TrainConfig
+from bert_tf.training.watching.monitor import RunMonitor
 
 
 def train(config: TrainConfig, flags_text: str = "") -> dict:
@@ -45,9 +46,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
       changes.restart_stream(data_position, checkpointer)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
-    watchers = fitting.Watchers(config, vocabulary, bert_config)
-    fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, watchers)
-    return finishing.finish(model, config, vocabulary, watchers)
+    monitor = RunMonitor(config, vocabulary, bert_config)
+    fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, monitor)
+    return finishing.finish(model, config, vocabulary, monitor)
 
 
 def _compile_options(config: TrainConfig) -> dict:

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from bert_tf.data import corpus, holdout
 from bert_tf.errors import UserError
-from bert_tf.training import summaries
+from bert_tf.training.watching import summaries
 
 log = logging.getLogger("bert_tf")
 

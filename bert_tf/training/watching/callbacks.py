@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.training import run_time, summaries
+from bert_tf.training.watching import run_time, summaries
 
 
 class StepCounter(keras.callbacks.Callback):
