@@ -59,6 +59,12 @@ class BertConfig:
   def replace(self, **changes) -> "BertConfig":
     return dataclasses.replace(self, **changes)
 
+  def check_seq_length(self, seq_length: int) -> None:
+    """Rejects examples longer than the model has position embeddings for."""
+    if seq_length > self.max_position_embeddings:
+      raise UserError(f"seq_length {seq_length} exceeds the model's "
+                      f"{self.max_position_embeddings} position embeddings")
+
   def differences(self, other: "BertConfig") -> str:
     """The fields shaping the model on which `other` differs, as `name ours (not theirs)`; ""
     when the two make the same model (dropout and initialisation do not count)."""

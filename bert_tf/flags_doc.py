@@ -12,6 +12,7 @@ import sys
 from bert_tf import settings
 from bert_tf.audit import AuditConfig
 from bert_tf.data.config import VocabularyConfig
+from bert_tf.export.export_settings import ExportConfig
 from bert_tf.finetune.config import FinetuneConfig
 from bert_tf.training.config import TrainConfig
 
@@ -27,6 +28,7 @@ COMMANDS = (
     ("python -m bert_tf.vocab", VocabularyConfig, None),
     ("python -m bert_tf.audit", AuditConfig, TrainConfig),  # train.py's flags, and these
     ("python -m bert_tf.finetune", FinetuneConfig, None),
+    ("python -m bert_tf.export", ExportConfig, None),
 )
 
 

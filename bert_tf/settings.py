@@ -6,6 +6,11 @@ absl flag (`define_flags`), the config read back from the parsed flags (`from_fl
 run's `flags.txt` (`flags_text`) and the reference tables of docs/flags.md
 (`markdown_tables`, written by `python -m bert_tf.flags_doc`). So a new flag is one new field.
 
+Checking: each group of settings (a config class) checks its own fields in its `check`; a
+command's whole config (`TrainConfig`, `FinetuneConfig`, `ExportConfig`) runs those and then,
+in its own `check`, every check that spans settings of different groups, so that a reader finds
+them in one place. A setting against the model's shape: `BertConfig.check_seq_length`.
+
 This module imports neither TensorFlow nor Keras: reading a flagfile must stay cheap.
 """
 

@@ -163,14 +163,3 @@ def test_a_non_finite_loss_stops_before_the_next_save(tmp_path):
   assert "the loss is not finite at step 4" in guard.stop_reason
   assert checkpointer.manager.checkpoints == [checkpointer.manager.latest_checkpoint]
   assert checkpointer.latest_step == 0  # nothing written after the loss went bad
-
-
-def test_steps_per_execution_must_divide_the_intervals():
-  stopping.check_steps_per_execution(4, 100, 1000)
-  with pytest.raises(UserError, match="checkpoint_every 10 is not a multiple of "
-                     "steps_per_execution 4"):
-    stopping.check_steps_per_execution(4, 10, 1000)
-  with pytest.raises(UserError, match="train_steps 1002 is not a multiple"):
-    stopping.check_steps_per_execution(4, 100, 1002)
-  with pytest.raises(UserError, match="must be positive"):
-    stopping.check_steps_per_execution(0, 100, 1000)

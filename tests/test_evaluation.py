@@ -1,7 +1,6 @@
 """Held-out evaluation during `fit`: at the right steps, the same batches each time, and written
 to TensorBoard's `eval` run and history.jsonl."""
 
-import dataclasses
 import json
 import logging
 import os
@@ -13,11 +12,9 @@ from bert_tf.config import BertConfig
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training.watching import evaluation
 from bert_tf.training.watching.callbacks import TrainingCurves
-from bert_tf.training.config import TrainConfig
 
 EVAL_STEPS = 2
 
@@ -100,15 +97,3 @@ def test_each_evaluation_measures_the_same_batches(fitted):
     last = json.loads(f.readlines()[-1])  # the evaluation at the last step, same weights
   assert callback.evaluate(model) == {name: value for name, value in last.items()
                                       if name != "step"}
-
-
-@pytest.mark.parametrize("changes, message", [
-    (dict(eval_files="x", eval_fraction=0.1), "not both"),
-    (dict(eval_fraction=1.0), r"eval_fraction 1.0 is not in \[0, 1\)"),
-    (dict(eval_fraction=0.1, eval_every=250), "not a multiple of checkpoint_every 500"),
-    (dict(eval_every=500), "needs held-out data"),
-])
-def test_bad_settings_are_user_errors(changes, message, data_dir):
-  config = dataclasses.replace(TrainConfig(data_dir=data_dir), **changes)
-  with pytest.raises(UserError, match=message):
-    evaluation.check_held_out(config)

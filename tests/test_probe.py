@@ -27,16 +27,10 @@ TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global
             train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False)
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(probe_train_file="builtin"), "give both --probe_train_file and --probe_dev_file"),
-    (dict(probe_train_file="builtin", probe_dev_file="builtin", probe_steps=0),
-     "probe_steps 0 must be positive"),
-    (dict(probe_train_file="builtin", probe_dev_file="builtin", label_column="topic"),
-     "has no column topic"),
-])
-def test_bad_probe_settings_are_one_user_error(data_dir, changes, message):
-  with pytest.raises(UserError, match=message):
-    probe.check_probe(TrainConfig(data_dir=data_dir, **changes))
+def test_a_probe_file_without_its_column_is_one_user_error(data_dir):
+  with pytest.raises(UserError, match="has no column topic"):
+    probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file="builtin",
+                                  probe_dev_file="builtin", label_column="topic"))
 
 
 def keras_models() -> int:

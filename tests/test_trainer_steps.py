@@ -1,6 +1,6 @@
-"""The steps of `trainer.train` on their own: the checks before anything is built, the model's
-shape, the files that make a model_dir stand alone, and the run lock released whatever
-happens."""
+"""The steps of `trainer.train` on their own: the model's shape, the files that make a model_dir
+stand alone, and the run lock released whatever happens (the checks of the settings:
+test_train_settings.py)."""
 
 import dataclasses
 import glob
@@ -16,21 +16,6 @@ from bert_tf.errors import UserError
 from bert_tf.runtime import run_lock
 from bert_tf.training import preparation, run_files, trainer
 from bert_tf.training.config import TrainConfig
-
-
-@pytest.mark.parametrize("changes, message", [
-    (dict(train_steps=0), "must be positive"),
-    (dict(checkpoint_every=0), "must be positive"),
-    (dict(decay_steps=10, train_steps=20), "decay_steps 10 is before train_steps 20"),
-    (dict(dropout=1.0), r"dropout 1.0 is not in \[0, 1\)"),
-    (dict(mixed_precision="fp8"), "unknown mixed_precision 'fp8'"),
-    (dict(on_nan="retry"), "unknown on_nan 'retry': use one of stop, rollback"),
-    (dict(seq_length=4), "seq_length 4 is too short"),
-    (dict(steps_per_execution=3, checkpoint_every=10), "steps_per_execution"),
-])
-def test_settings_that_could_only_fail_are_one_line(changes, message):
-  with pytest.raises(UserError, match=message):
-    preparation.check_settings(TrainConfig(**changes))
 
 
 def test_model_shape_takes_the_vocabulary_size_and_dropout(vocab_file):

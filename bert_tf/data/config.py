@@ -36,7 +36,7 @@ class DataDirConfig:
   """Where built-in data is written."""
 
   data_dir: str = setting("data", "Where the built-in corpus and the built-in task are "
-                          "written.")
+                          "written.", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,6 @@ class CorpusConfig(DataDirConfig, TextConfig):
       "builtin", "Training corpus: globs or a comma list, local paths or any tf.io.gfile URL. "
       "`builtin` is Python's language reference (pydoc_data.topics), written under "
       "--data_dir when first needed.", change=STREAM)
-  data_dir: str = setting("data", "Where the built-in corpus is written.", change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)

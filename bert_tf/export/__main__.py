@@ -11,26 +11,26 @@ from absl import app, flags
 
 from bert_tf import console
 
-console.start(sys.argv)  # TensorFlow's start-up lines, unless -v 1
+console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
+from bert_tf import settings  # noqa: E402
+from bert_tf.export.export_settings import ExportConfig  # noqa: E402  (no TensorFlow import)
 
-flags.DEFINE_string("model_dir", None, "A train.py model_dir.", required=True)
-flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "hf", "keras_hub"], "Export format.")
-flags.DEFINE_string("output", None, "Directory to write (replaced if it exists).",
-                    required=True)
-flags.DEFINE_integer("top_k", 5, "fill_mask: predictions per [MASK] (savedmodel).")
-FLAGS = flags.FLAGS
 log = logging.getLogger("bert_tf")
 
 
 def main(argv):
-  console.configure(FLAGS.verbosity)
-  from bert_tf.export.trained import export, load_trained
+  console.configure(flags.FLAGS.verbosity)
   with console.errors_in_one_line():
-    trained = load_trained(FLAGS.model_dir)
-    log.info("Exporting %s as %s to %s", FLAGS.model_dir, FLAGS.format, FLAGS.output)
-    export(trained, FLAGS.format, FLAGS.output, top_k=FLAGS.top_k)
-  print(f"wrote {FLAGS.output}")
+    config = settings.from_flags(ExportConfig)
+    config.check()
+    from bert_tf.export.trained import export, load_trained
+    trained = load_trained(config.model_dir)
+    log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
+    export(trained, config.format, config.output, top_k=config.top_k)
+  print(f"wrote {config.output}")
 
 
 if __name__ == "__main__":
+  settings.define_flags(ExportConfig)
+  settings.name_verbosity_levels()
   app.run(main, flags_parser=console.parse_flags)

@@ -6,7 +6,8 @@ TensorFlow import: the flags are read before TensorFlow loads."""
 import dataclasses
 
 from bert_tf.data.config import ColumnsConfig, DataDirConfig
-from bert_tf.settings import setting
+from bert_tf.errors import UserError
+from bert_tf.settings import check_choices, setting
 from bert_tf.runtime.runtime_settings import ExecutionConfig
 
 
@@ -30,3 +31,15 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
                                      "warms up.")
   from_scratch: bool = setting(False, "Random weights instead of the encoder's (the same "
                                "model and recipe): what pre-training bought.")
+
+  def check(self) -> None:
+    """Rejects settings that could only fail, before any file is read."""
+    check_choices(self)
+    if not self.model_dir or not self.output_dir:
+      raise UserError("--model_dir and --output_dir are needed")
+    if min(self.epochs, self.batch_size) <= 0 or self.learning_rate <= 0:
+      raise UserError("epochs, batch_size and learning_rate must be positive")
+    if self.seq_length < 4:
+      raise UserError(f"seq_length {self.seq_length} is too short (at least 4)")
+    if not 0 <= self.warmup_proportion <= 1:
+      raise UserError(f"warmup_proportion {self.warmup_proportion} is not in [0, 1]")

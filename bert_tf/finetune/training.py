@@ -11,9 +11,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import files, settings
+from bert_tf import files
 from bert_tf.data import builtin_task
-from bert_tf.errors import UserError
 from bert_tf.finetune import data, metrics
 from bert_tf.finetune.config import FinetuneConfig
 from bert_tf.finetune.export import export_classifier
@@ -67,23 +66,11 @@ class DevEvaluation(keras.callbacks.Callback):
       self._best_weights = None
 
 
-def check_settings(config: FinetuneConfig) -> None:
-  settings.check_choices(config)
-  if not config.model_dir or not config.output_dir:
-    raise UserError("--model_dir and --output_dir are needed")
-  if min(config.epochs, config.batch_size) <= 0 or config.learning_rate <= 0:
-    raise UserError("epochs, batch_size and learning_rate must be positive")
-  if config.seq_length < 4:
-    raise UserError(f"seq_length {config.seq_length} is too short (at least 4)")
-  if not 0 <= config.warmup_proportion <= 1:
-    raise UserError(f"warmup_proportion {config.warmup_proportion} is not in [0, 1]")
-
-
 def finetune(config: FinetuneConfig) -> dict:
   """Fine-tunes as configured; returns the metrics also written to `output_dir/metrics.json`
   (the best epoch's). Raises `UserError` for a mistake in the settings or the files, before
   anything trains."""
-  check_settings(config)
+  config.check()
   train, dev, classes = data.read_task(
       builtin_task.resolve(config.train_file, config.data_dir, 0),
       builtin_task.resolve(config.dev_file, config.data_dir, 1),
@@ -93,9 +80,7 @@ def finetune(config: FinetuneConfig) -> dict:
   train_steps = steps_per_epoch * config.epochs
   with preamble.building_models(strategy, config, global_batch_size=config.batch_size):
     pretrained = load_pretrained(config.model_dir, from_scratch=config.from_scratch)
-    if config.seq_length > pretrained.config.max_position_embeddings:
-      raise UserError(f"seq_length {config.seq_length} exceeds the model's "
-                      f"{pretrained.config.max_position_embeddings} position embeddings")
+    pretrained.config.check_seq_length(config.seq_length)
     model = compile_classifier(
         classifier_model(pretrained.encoder, len(classes),
                          initializer_range=pretrained.config.initializer_range),

@@ -6,6 +6,7 @@ normalisation: docs/design.md.
 
 import dataclasses
 
+from bert_tf.errors import UserError
 from bert_tf.settings import MODEL, NOTED, setting
 
 MLM_LOSS_REDUCTIONS = ("mean", "sum")
@@ -31,3 +32,8 @@ class ModelConfig:
   mlm_loss_reduction: str = setting(
       "mean", "mean: over real masked tokens (BERT). sum: the summed form.",
       choices=MLM_LOSS_REDUCTIONS, change=NOTED)
+
+  def check(self) -> None:
+    """Rejects a dropout rate outside [0, 1)."""
+    if self.dropout is not None and not 0 <= self.dropout < 1:
+      raise UserError(f"dropout {self.dropout} is not in [0, 1)")

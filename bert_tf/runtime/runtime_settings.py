@@ -6,6 +6,7 @@ TensorFlow import: a flagfile is read before TensorFlow loads.
 
 import dataclasses
 
+from bert_tf.errors import UserError
 from bert_tf.settings import NOTED, STREAM, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
@@ -49,3 +50,14 @@ class OptimizerConfig:
                                 change=NOTED)
   clip_norm: float = setting(1.0, "Clip the global batch's gradient to this global norm (0: no "
                              "clipping).", change=NOTED)
+
+  def check(self) -> None:
+    """Rejects optimizer settings that could only fail or train wrongly."""
+    if min(self.train_steps, self.global_batch_size, self.gradient_accumulation_steps) <= 0:
+      raise UserError("train_steps, global_batch_size and gradient_accumulation_steps must be "
+                      "positive")
+    if not self.learning_rate > 0:
+      raise UserError(f"learning_rate {self.learning_rate} is not positive")
+    if self.decay_steps and self.decay_steps < self.train_steps:
+      raise UserError(f"decay_steps {self.decay_steps} is before train_steps "
+                      f"{self.train_steps}: the learning rate would be 0 at the end")

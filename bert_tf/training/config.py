@@ -11,6 +11,7 @@ docs/training.md; the design behind the settings: docs/design.md.
 import dataclasses
 
 from bert_tf.data.config import ColumnsConfig, PipelineConfig, VocabularyConfig
+from bert_tf.errors import UserError
 from bert_tf.model.config import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
@@ -32,6 +33,15 @@ class ProbeConfig(ColumnsConfig):
   probe_dev_file: str = setting("", "The probe's dev TSV, or `builtin`.", change=NOTED)
   probe_steps: int = setting(50, "Fine-tuning steps of each probe (batches of 32).",
                              change=NOTED)
+
+  def check(self) -> None:
+    """Both probe files or neither, and positive --probe_steps (the files are read later)."""
+    if not (self.probe_train_file or self.probe_dev_file):
+      return
+    if not (self.probe_train_file and self.probe_dev_file):
+      raise UserError("give both --probe_train_file and --probe_dev_file")
+    if self.probe_steps <= 0:
+      raise UserError(f"probe_steps {self.probe_steps} must be positive")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,3 +82,33 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Pi
                                change=NOTED)
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
                           "terminal, a line every few steps otherwise.", change=NOTED)
+
+  def check(self) -> None:
+    """Rejects settings that could only fail or train wrongly, before any file is read: each
+    group's own fields (its `check`), this class's, then every check across settings of
+    different groups, all of them here."""
+    for group in (PipelineConfig, ModelConfig, OptimizerConfig, ProbeConfig):
+      group.check(self)
+    if min(self.checkpoint_every, self.keep_checkpoints, self.log_every, self.eval_steps) <= 0:
+      raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
+                      "positive")
+    if self.eval_files and self.eval_fraction:
+      raise UserError("give --eval_files or --eval_fraction, not both")
+    if not 0 <= self.eval_fraction < 1:
+      raise UserError(f"eval_fraction {self.eval_fraction} is not in [0, 1)")
+    if self.steps_per_execution <= 0:
+      raise UserError("steps_per_execution must be positive")
+    # Across groups. Keras calls back once per `steps_per_execution` updates: every checkpoint
+    # and the end of training must fall on a call.
+    for name, value in (("checkpoint_every", self.checkpoint_every),
+                        ("train_steps", self.train_steps)):
+      if value % self.steps_per_execution:
+        raise UserError(f"{name} {value} is not a multiple of steps_per_execution "
+                        f"{self.steps_per_execution}: checkpoints and the end of training fall "
+                        "only between executions")
+    if self.eval_every < 0 or self.eval_every % self.checkpoint_every:
+      raise UserError(f"eval_every {self.eval_every} is not a multiple of checkpoint_every "
+                      f"{self.checkpoint_every} (evaluations run at checkpoint intervals' ends)")
+    if self.eval_every and not (self.eval_files or self.eval_fraction or self.probe_train_file):
+      raise UserError("--eval_every needs held-out data (--eval_files or --eval_fraction) or a "
+                      "probe (--probe_train_file)")

@@ -7,15 +7,13 @@ import os
 
 import tensorflow as tf
 
-from bert_tf import files, settings
+from bert_tf import files
 from bert_tf.config import BertConfig, resolve_config
 from bert_tf.data import corpus
-from bert_tf.data.config import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.runtime import failures
-from bert_tf.training import stopping
 from bert_tf.training.watching import evaluation, probe
 from bert_tf.training.config import TrainConfig
 from bert_tf.data.vocabulary_learner import build_vocabulary
@@ -23,34 +21,12 @@ from bert_tf.data.vocabulary_learner import build_vocabulary
 log = logging.getLogger("bert_tf")
 
 
-def check_settings(config: TrainConfig) -> None:
-  """Rejects settings that could only fail or train wrongly; reads no file."""
-  settings.check_choices(config)
-  if min(config.train_steps, config.global_batch_size, config.gradient_accumulation_steps) <= 0:
-    raise UserError("train_steps, global_batch_size and gradient_accumulation_steps must be "
-                    "positive")
-  if min(config.checkpoint_every, config.keep_checkpoints, config.log_every,
-         config.eval_steps) <= 0:
-    raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
-                    "positive")
-  if not config.learning_rate > 0:
-    raise UserError(f"learning_rate {config.learning_rate} is not positive")
-  if config.decay_steps and config.decay_steps < config.train_steps:
-    raise UserError(f"decay_steps {config.decay_steps} is before train_steps "
-                    f"{config.train_steps}: the learning rate would be 0 at the end")
-  if config.dropout is not None and not 0 <= config.dropout < 1:
-    raise UserError(f"dropout {config.dropout} is not in [0, 1)")
-  stopping.check_steps_per_execution(config.steps_per_execution, config.checkpoint_every,
-                                          config.train_steps)
-  PipelineConfig.check(config)
-
-
 def _check_model_dir(model_dir: str) -> None:
   try:
     tf.io.gfile.makedirs(model_dir)
-    probe = os.path.join(model_dir, ".write_test")
-    files.write_text(probe, "")
-    tf.io.gfile.remove(probe)
+    test_file = os.path.join(model_dir, ".write_test")
+    files.write_text(test_file, "")
+    tf.io.gfile.remove(test_file)
   except OSError as e:
     raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
   except tf.errors.OpError as e:
@@ -63,16 +39,14 @@ def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
   if config.dropout is not None:
     bert_config = bert_config.replace(hidden_dropout_prob=config.dropout,
                                       attention_probs_dropout_prob=config.dropout)
-  if config.seq_length > bert_config.max_position_embeddings:
-    raise UserError(f"seq_length {config.seq_length} exceeds the model's "
-                    f"{bert_config.max_position_embeddings} position embeddings")
+  bert_config.check_seq_length(config.seq_length)
   return bert_config
 
 
 def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
   """Checks every input; returns the vocabulary (built first when `vocab_file` does not
   exist yet) and the model's shape."""
-  check_settings(config)
+  config.check()
   corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
                          config.input_format, needed=2 if config.nsp else 1)
   evaluation.check_held_out(config)

@@ -10,7 +10,8 @@
   batches (the data position is kept across that restore). The loss is read at each save and
   every `LOSS_CHECK_EVERY` steps, never on every step.
 - With `steps_per_execution=N`, Keras calls back once per N updates: N must divide the
-  checkpoint interval and `train_steps`, so that every save falls on a callback.
+  checkpoint interval and `train_steps` (`TrainConfig.check`), so that every save falls on a
+  callback.
 How a checkpoint is written and read back: `bert_tf/runtime/checkpointing.py`.
 """
 
@@ -103,16 +104,3 @@ class CheckpointEvery(StepCounter):
       log.info("checkpoint at step %s", f"{step:,}")
     if step >= self.train_steps:
       self.model.stop_training = True
-
-
-def check_steps_per_execution(steps_per_execution: int, checkpoint_every: int,
-                              train_steps: int) -> None:
-  """Keras calls back once per `steps_per_execution` updates: every checkpoint and the end
-  of training must fall on a call."""
-  if steps_per_execution <= 0:
-    raise UserError("steps_per_execution must be positive")
-  for name, value in (("checkpoint_every", checkpoint_every), ("train_steps", train_steps)):
-    if value % steps_per_execution:
-      raise UserError(f"{name} {value} is not a multiple of steps_per_execution "
-                      f"{steps_per_execution}: checkpoints and the end of training fall only "
-                      "between executions")

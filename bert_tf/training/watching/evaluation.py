@@ -24,7 +24,6 @@ import keras
 import tensorflow as tf
 
 from bert_tf.data import corpus, holdout
-from bert_tf.errors import UserError
 from bert_tf.training.watching import summaries
 
 log = logging.getLogger("bert_tf")
@@ -33,20 +32,9 @@ METRICS = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
 
 def check_held_out(config) -> None:
-  """A `TrainConfig`'s --eval_files or --eval_fraction (not both), each with enough documents,
-  and its --eval_every."""
+  """A `TrainConfig`'s --eval_files, or its --eval_fraction of the corpus, has enough
+  documents (its settings are checked by `TrainConfig.check`)."""
   needed = 2 if config.nsp else 1
-  if config.eval_files and config.eval_fraction:
-    raise UserError("give --eval_files or --eval_fraction, not both")
-  if not 0 <= config.eval_fraction < 1:
-    raise UserError(f"eval_fraction {config.eval_fraction} is not in [0, 1)")
-  if config.eval_every < 0 or config.eval_every % config.checkpoint_every:
-    raise UserError(f"eval_every {config.eval_every} is not a multiple of checkpoint_every "
-                    f"{config.checkpoint_every} (evaluations run at checkpoint intervals' ends)")
-  if config.eval_every and not (config.eval_files or config.eval_fraction
-                                or config.probe_train_file):
-    raise UserError("--eval_every needs held-out data (--eval_files or --eval_fraction) or a "
-                    "probe (--probe_train_file)")
   if config.eval_files:
     corpus.check_documents(corpus.list_files(config.eval_files, config.data_dir),
                            config.input_format, needed)

@@ -21,7 +21,6 @@ import tensorflow as tf
 
 from bert_tf.data import builtin_task
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
 from bert_tf.finetune import data, metrics
 from bert_tf.finetune.model import classifier_model, compile_classifier
 from bert_tf.finetune.training import predicted_classes
@@ -46,14 +45,10 @@ def _task(config):
 
 
 def check_probe(config) -> None:
-  """Both probe files, readable, with their columns and labels, and positive --probe_steps."""
-  if not has_probe(config):
-    return
-  if not (config.probe_train_file and config.probe_dev_file):
-    raise UserError("give both --probe_train_file and --probe_dev_file")
-  if config.probe_steps <= 0:
-    raise UserError(f"probe_steps {config.probe_steps} must be positive")
-  _task(config)
+  """The probe's files (if any) readable, with their columns and labels (its settings are
+  checked by `TrainConfig.check`)."""
+  if has_probe(config):
+    _task(config)
 
 
 @contextlib.contextmanager

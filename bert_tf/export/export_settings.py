@@ -1,0 +1,29 @@
+"""`ExportConfig`: the settings of `python -m bert_tf.export`, each declared once (see
+`bert_tf.settings`). No TensorFlow import: the flags are read before TensorFlow loads."""
+
+import dataclasses
+
+from bert_tf.errors import UserError
+from bert_tf.settings import check_choices, setting
+
+FORMATS = ("savedmodel", "hf", "keras_hub")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig:
+  """Exporting a trained model; field names are the flag names."""
+
+  model_dir: str = setting("", "A train.py model_dir.")
+  format: str = setting("savedmodel", "Export format: savedmodel (serving, raw text in), hf "
+                        "(Hugging Face BertForPreTraining) or keras_hub (a preset).",
+                        choices=FORMATS)
+  output: str = setting("", "Directory to write (replaced if it exists).")
+  top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")
+
+  def check(self) -> None:
+    """Rejects settings that could only fail, before any file is read."""
+    check_choices(self)
+    if not self.model_dir or not self.output:
+      raise UserError("--model_dir and --output are needed")
+    if self.top_k <= 0:
+      raise UserError(f"top_k {self.top_k} must be positive")
