@@ -3,19 +3,15 @@
 import os
 import sys
 
-from absl import app, flags
-
 from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
-from bert_tf import settings  # noqa: E402
-from bert_tf.training.config import TrainConfig  # noqa: E402  (no TensorFlow import)
+from bert_tf.training.train_settings import TrainConfig  # noqa: E402  (no TensorFlow import)
 
-settings.define_flags(TrainConfig)
-settings.name_verbosity_levels()
-FLAGS = flags.FLAGS
 QUICKSTART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs",
                           "quickstart.flags")
+# Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
+INTERRUPTED = "interrupted: what was saved is kept; re-run the command to go on"
 
 
 def command_line(argv: list[str]) -> list[str]:
@@ -23,32 +19,30 @@ def command_line(argv: list[str]) -> list[str]:
   return argv if len(argv) > 1 else [*argv, f"--flagfile={QUICKSTART}"]
 
 
-def main(argv):
-  console.configure(FLAGS.verbosity)
-  # Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
-  with console.errors_in_one_line(
-      interrupted="interrupted: what was saved is kept; re-run the command to go on"):
-    config = settings.from_flags(TrainConfig)
-    # Heavy imports after the flags are parsed.
-    import tensorflow as tf
-    from bert_tf.export import examples
-    from bert_tf.runtime import checkpointing, failures, strategy
-    from bert_tf.training import trainer
-    from bert_tf.training.watching import report
-    try:
-      metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
-    except checkpointing.TrainingStopped as e:
-      console.stop(f"stopped: {e}", 1)
-    except tf.errors.OpError as e:  # after training (fitting saves when it fails during)
-      if not failures.is_input_failure(e):
-        raise
-      console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
-    print(report.summary(metrics))
-    if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
-      # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
-      print(examples.show_predictions(os.path.join(config.model_dir, "export"),
-                                      config.input_files, config.input_format,
-                                      config.data_dir))
+def train(config: TrainConfig) -> None:
+  # Heavy imports after the flags are parsed.
+  import tensorflow as tf
+
+  from bert_tf import settings
+  from bert_tf.export import examples
+  from bert_tf.runtime import checkpointing, failures, strategy
+  from bert_tf.training import trainer
+  from bert_tf.training.watching import report
+  try:
+    metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
+  except checkpointing.TrainingStopped as e:
+    console.stop(f"stopped: {e}", 1)
+  except tf.errors.OpError as e:  # after training (fitting saves when it fails during)
+    if not failures.is_input_failure(e):
+      raise
+    console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
+  print(report.summary(metrics))
+  if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
+    # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
+    print(examples.show_predictions(os.path.join(config.model_dir, "export"),
+                                    config.input_files, config.input_format,
+                                    config.data_dir))
+
 
 if __name__ == "__main__":
-  app.run(main, argv=command_line(sys.argv), flags_parser=console.parse_flags)
+  console.run_command(TrainConfig, train, argv=command_line(sys.argv), interrupted=INTERRUPTED)

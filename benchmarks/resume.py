@@ -103,7 +103,7 @@ def main():
   from benchmarks.pipeline import build_corpus
   from bert_tf.data import pieces
   from bert_tf.training import trainer
-  from bert_tf.training.config import TrainConfig
+  from bert_tf.training.train_settings import TrainConfig
   from bert_tf.data.vocabulary_learner import build_vocabulary
   with tempfile.TemporaryDirectory() as work_dir:
     args.work_dir = work_dir

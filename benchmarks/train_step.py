@@ -62,7 +62,7 @@ def time_keras_fit(model, dataset, warmup: int, steps: int, callbacks=()) -> flo
 
 def bert_tf_model_and_data(args, batch):
   import tensorflow as tf
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
   from bert_tf.runtime import precision
   from bert_tf.runtime.optimization import create_optimizer
@@ -91,11 +91,11 @@ def run_train_loop(args, batch) -> float:
   import tempfile
   import keras
   import tensorflow as tf
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   from bert_tf.runtime import checkpointing
   from bert_tf.training import stopping
   from bert_tf.training.watching.monitor import RunMonitor
-  from bert_tf.training.config import TrainConfig
+  from bert_tf.training.train_settings import TrainConfig
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
   with tempfile.TemporaryDirectory() as model_dir:
@@ -131,7 +131,7 @@ def run_keras_hub(args, batch) -> float:
   import keras
   import keras_hub
   import tensorflow as tf
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   from bert_tf.runtime import precision
   config = BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE)
   with precision.policy(args.mixed_precision):
@@ -157,7 +157,7 @@ def run_hf_torch(args, batch) -> float:
   import numpy as np
   import torch
   import transformers
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   torch.manual_seed(0)
   torch.set_num_threads(os.cpu_count())
   config = BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE)
@@ -244,7 +244,7 @@ def main() -> None:
     if "bare_sequences_per_second" in result:
       alongside[contender] = (result["bare_sequences_per_second"],
                               result["noop_sequences_per_second"])
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   from bert_tf.model.flops import model_flops_per_sequence
   flops = model_flops_per_sequence(BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE),
                                    args.seq_length, math.ceil(0.15 * args.seq_length))

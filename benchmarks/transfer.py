@@ -44,8 +44,8 @@ def transformers_accuracy(args, seed: int, work_dir: str) -> float:
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)
   return transfer_transformers.finetune_transformers(
-      hf_dir, builtin_task.resolve(args.train_file, args.data_dir, 0),
-      builtin_task.resolve(args.dev_file, args.data_dir, 1),
+      hf_dir, builtin_task.resolve(args.train_file, args.data_dir, "train"),
+      builtin_task.resolve(args.dev_file, args.data_dir, "dev"),
       text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
       epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
       seq_length=args.seq_length, seed=seed, verbose=False)

@@ -7,7 +7,7 @@ The names below are imported when first used, so that importing a light module o
 import importlib
 
 _MODULES = {
-    "BertConfig": "bert_tf.config",
+    "BertConfig": "bert_tf.model.bert_config",
     "Vocabulary": "bert_tf.data.tokenization",
     "build_vocabulary": "bert_tf.data.vocabulary_learner",
     "compile_for_pretraining": "bert_tf.model.pretraining",

@@ -11,12 +11,11 @@ import dataclasses
 import json
 import sys
 
-from absl import app, flags
 import numpy as np
 
-from bert_tf import console, settings
+from bert_tf import console
 from bert_tf.settings import setting
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +96,7 @@ class Statistics:
 
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
-  from bert_tf.data.config import pipeline_options
+  from bert_tf.data.data_settings import pipeline_options
   from bert_tf.data.pipeline import pretraining_dataset
   from bert_tf.training.preparation import prepare
 
@@ -115,12 +114,9 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   return texts, statistics.summary()
 
 
-def main(argv):
-  console.configure(flags.FLAGS.verbosity)
-  with console.errors_in_one_line():
-    config = settings.from_flags(AuditConfig)
-    texts, summary = audit(config, config.num_examples,
-                           0 if config.json else config.show_examples)
+def show(config: AuditConfig) -> None:
+  """The command: the examples as text and the statistics, or the statistics as JSON."""
+  texts, summary = audit(config, config.num_examples, 0 if config.json else config.show_examples)
   if config.json:
     print(json.dumps(summary))
     return
@@ -134,6 +130,4 @@ def main(argv):
 
 if __name__ == "__main__":
   console.start(sys.argv)  # before TensorFlow loads: its start-up lines, unless debug
-  settings.define_flags(AuditConfig)
-  settings.name_verbosity_levels()
-  app.run(main, flags_parser=console.parse_flags)
+  console.run_command(AuditConfig, show)

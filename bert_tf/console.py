@@ -147,6 +147,25 @@ def errors_in_one_line(interrupted: str = "interrupted"):
     stop(interrupted, 130)
 
 
+def run_command(config_class, command, *, argv: list[str] | None = None,
+                interrupted: str = "interrupted") -> None:
+  """Every command line's life: the settings of `config_class` defined as flags and parsed (a
+  mistake in them one line, `parse_flags`), the console configured, then `command(config)`, a
+  `UserError` or Ctrl-C ending it in one line (`errors_in_one_line`)."""
+  from absl import app, flags
+
+  from bert_tf import settings  # it imports this module: imported when a command runs
+  settings.define_flags(config_class)
+  settings.name_verbosity_levels()
+
+  def main(argv):
+    configure(flags.FLAGS.verbosity)
+    with errors_in_one_line(interrupted):
+      command(settings.from_flags(config_class))
+
+  app.run(main, argv=argv, flags_parser=parse_flags)
+
+
 # The in-place progress line on a terminal: the text last drawn, redrawn after other lines.
 _status = ""
 

@@ -11,10 +11,10 @@ import sys
 
 from bert_tf import settings
 from bert_tf.audit import AuditConfig
-from bert_tf.data.config import VocabularyConfig
+from bert_tf.data.data_settings import VocabularyConfig
 from bert_tf.export.export_settings import ExportConfig
-from bert_tf.finetune.config import FinetuneConfig
-from bert_tf.training.config import TrainConfig
+from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.training.train_settings import TrainConfig
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
 PAGE = os.path.join(DOCS, "flags.md")

@@ -3,29 +3,21 @@
 
 import sys
 
-from absl import app, flags
-
 from bert_tf import console
 
 if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
   console.start(sys.argv)
-from bert_tf import settings  # noqa: E402
-from bert_tf.data.config import VocabularyConfig  # noqa: E402
+from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
 from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
 
 
-def main(argv):
-  console.configure(flags.FLAGS.verbosity)
-  with console.errors_in_one_line():
-    config = settings.from_flags(VocabularyConfig)
-    vocabulary = build_vocabulary(
-        config.input_files, config.vocab_file, vocab_size=config.vocab_size,
-        lower_case=config.do_lower_case, input_format=config.input_format,
-        min_token_count=config.min_token_count, data_dir=config.data_dir)
+def build(config: VocabularyConfig) -> None:
+  vocabulary = build_vocabulary(
+      config.input_files, config.vocab_file, vocab_size=config.vocab_size,
+      lower_case=config.do_lower_case, input_format=config.input_format,
+      min_token_count=config.min_token_count, data_dir=config.data_dir)
   print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 
 if __name__ == "__main__":
-  settings.define_flags(VocabularyConfig)
-  settings.name_verbosity_levels()
-  app.run(main, flags_parser=console.parse_flags)
+  console.run_command(VocabularyConfig, build)

@@ -33,7 +33,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import keras
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 
 CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
@@ -99,7 +99,7 @@ def masked_slots(rng, counts, seq_length, slots):
 
 def tiny_bert():
   """bert_tiny over a vocabulary of 53 ids and 32 positions (dropout as the preset's)."""
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   return BertConfig.from_preset("bert_tiny", vocab_size=53, max_position_embeddings=32)
 
 

@@ -1,6 +1,6 @@
-"""The package's layers: data and config, then model and interop, then export, then the runtime,
-then fine-tuning, then pre-training, then the commands. No module imports from a layer above its
-own; of pre-training's modules only the probe imports fine-tuning's; and only
+"""The package's layers: data and settings, then model and interop, then export, then the
+runtime, then fine-tuning, then pre-training, then the commands. No module imports from a layer
+above its own; of pre-training's modules only the probe imports fine-tuning's; and only
 `bert_tf/model/keras_internals.py` touches Keras's internals."""
 
 import ast
@@ -22,7 +22,7 @@ LAYERS = (
     ("bert_tf.runtime", 3),
     ("bert_tf.export", 2),
     ("bert_tf.model", 1), ("bert_tf.interop", 1),
-    ("bert_tf", 0),  # bert_tf.data, bert_tf.config, settings, errors, files, console
+    ("bert_tf", 0),  # bert_tf.data, settings, errors, files, console, model_dir
 )
 
 

@@ -25,7 +25,7 @@ import pytest
 
 from bert_tf.audit import audit
 from bert_tf.data.builtin_corpus import topic_sentences
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

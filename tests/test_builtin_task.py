@@ -18,8 +18,9 @@ def test_files_have_a_header_and_two_columns(tmp_path):
     rows = read(path)
     assert rows[0] == ["text", "label"]
     assert all(len(row) == 2 and row[0] and row[1] for row in rows[1:])
-  assert builtin_task.resolve("builtin", str(tmp_path), 1) == dev_path
-  assert builtin_task.resolve("mine.tsv", str(tmp_path), 1) == "mine.tsv"
+  assert builtin_task.resolve("builtin", str(tmp_path), "train") == train_path
+  assert builtin_task.resolve("builtin", str(tmp_path), "dev") == dev_path
+  assert builtin_task.resolve("mine.tsv", str(tmp_path), "dev") == "mine.tsv"
 
 
 def test_classes_splits_and_sizes(tmp_path):

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from bert_tf.config import PRESETS, BertConfig, resolve_config
+from bert_tf.model.bert_config import PRESETS, BertConfig, resolve_config
 from bert_tf.errors import UserError
 
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.data import stream_position
-from bert_tf.data.data_position import DataPosition, take_from
+from bert_tf.data.data_position import DataPosition, strip_stream_positions
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Pieces of 60 kB cut the 420 kB built-in corpus into 7 or 8: several pieces per epoch, with
@@ -108,8 +108,9 @@ def test_positions_only_when_asked(corpus_pattern, vocab_file, data_dir):
   assert keyed.element_spec[0][stream_position.FEATURE].dtype == tf.int64
   (plain_features, *plain_rest), (keyed_features, *keyed_rest) = (
       next(iter(d)) for d in (plain, keyed))
+  stripped = strip_stream_positions(keyed_features, None)
   assert _same(*([{"x": v} for v in tf.nest.flatten(s)] for s in (
-      (plain_features, plain_rest), (take_from(keyed_features, None), keyed_rest))))
+      (plain_features, plain_rest), (stripped, keyed_rest))))
 
 
 def _first_batch_seconds(dataset):
@@ -134,9 +135,9 @@ def test_time_to_first_batch_does_not_grow_with_the_position(corpus_pattern, voc
 def test_default_strategy_records_the_last_example():
   position = DataPosition(1)
   assert position.start(1, 0) == stream_position.BEGINNING
-  take_from({stream_position.FEATURE: tf.constant([4, 9, 7], tf.int64)}, position)
+  strip_stream_positions({stream_position.FEATURE: tf.constant([4, 9, 7], tf.int64)}, position)
   assert position.start(1, 0) == 10
-  with position.kept():
+  with position.kept_across_restore():
     position.last_consumed.assign([2])
   assert position.start(1, 0) == 10
 
@@ -149,7 +150,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import keras
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.data.data_position import DataPosition
 

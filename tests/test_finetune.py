@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
@@ -24,7 +24,7 @@ from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.run_files import write_run_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

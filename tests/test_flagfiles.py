@@ -13,7 +13,9 @@ import dataclasses, glob, json, sys
 from absl import flags
 import train
 from bert_tf import settings
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
+
+settings.define_flags(TrainConfig)  # as train.py's command line does
 
 def parse(argv):
   flags.FLAGS.unparse_flags()

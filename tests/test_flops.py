@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.flops import model_flops_per_sequence
 from bert_tf.model.pretraining import pretraining_model
 

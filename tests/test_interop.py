@@ -11,7 +11,7 @@ import tensorflow as tf
 import torch
 import transformers
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 from bert_tf.errors import UserError

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 
 CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=97, max_position_embeddings=32)

@@ -14,7 +14,7 @@ import pickle
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
 from helpers import TRAIN_AS_WORKER, finish, start_workers, weights

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime import precision

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.training.watching import probe
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.trainer import train
 
 TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
@@ -30,7 +30,7 @@ TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global
 def test_a_probe_file_without_its_column_is_one_user_error(data_dir):
   with pytest.raises(UserError, match="has no column topic"):
     probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file="builtin",
-                                  probe_dev_file="builtin", label_column="topic"))
+                                  probe_dev_file="builtin", probe_label_column="topic"))
 
 
 def keras_models() -> int:

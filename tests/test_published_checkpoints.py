@@ -14,7 +14,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 import transformers
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import export_huggingface, load_huggingface

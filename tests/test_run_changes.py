@@ -19,7 +19,7 @@ from bert_tf import settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
 from bert_tf.training import trainer
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 BATCH = 8
 

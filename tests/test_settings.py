@@ -11,10 +11,10 @@ import pytest
 
 from bert_tf import flags_doc, settings
 from bert_tf.audit import AuditConfig
-from bert_tf.data.config import VocabularyConfig
+from bert_tf.data.data_settings import VocabularyConfig
 from bert_tf.errors import UserError
-from bert_tf.finetune.config import FinetuneConfig
-from bert_tf.training.config import TrainConfig
+from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.training.train_settings import TrainConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -79,7 +79,7 @@ def test_reading_a_flagfile_loads_neither_tensorflow_nor_keras():
       "import sys\n"
       "from absl import flags\n"
       "from bert_tf import settings\n"
-      "from bert_tf.training.config import TrainConfig\n"
+      "from bert_tf.training.train_settings import TrainConfig\n"
       "settings.define_flags(TrainConfig)\n"
       "flags.FLAGS(['train.py', '--flagfile=configs/quickstart.flags'])\n"
       "config = settings.from_flags(TrainConfig)\n"

@@ -4,7 +4,7 @@ file is read; each group's own fields and the checks across groups."""
 import pytest
 
 from bert_tf.errors import UserError
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 
 @pytest.mark.parametrize("changes, message", [

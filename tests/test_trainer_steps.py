@@ -15,7 +15,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.runtime import run_lock
 from bert_tf.training import preparation, run_files, trainer
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 
 def test_model_shape_takes_the_vocabulary_size_and_dropout(vocab_file):

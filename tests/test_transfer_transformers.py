@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.pretraining import pretraining_model

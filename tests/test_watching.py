@@ -122,7 +122,7 @@ def test_tensorboard_draws_by_global_step(run):
 
 
 def parameter_count(model_dir) -> int:
-  from bert_tf.config import BertConfig
+  from bert_tf.model.bert_config import BertConfig
   from bert_tf.model.pretraining import pretraining_model
   model = pretraining_model(BertConfig.from_json_file(os.path.join(model_dir,
                                                                    "bert_config.json")))

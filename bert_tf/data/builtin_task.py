@@ -63,6 +63,11 @@ def task_files(data_dir: str) -> tuple[str, str]:
   return paths
 
 
-def resolve(path: str, data_dir: str, which: int) -> str:
-  """`path`, or the task's training (`which` 0) or dev (1) file when `path` is `builtin`."""
-  return task_files(data_dir)[which] if path == NAME else path
+SPLITS = ("train", "dev")
+
+
+def resolve(path: str, data_dir: str, split: str) -> str:
+  """`path`, or the task's file of `split` ("train" or "dev") when `path` is `builtin`."""
+  if split not in SPLITS:
+    raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+  return task_files(data_dir)[SPLITS.index(split)] if path == NAME else path

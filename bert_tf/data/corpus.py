@@ -14,7 +14,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.data import builtin_corpus, pieces
-from bert_tf.data.config import INPUT_FORMATS
+from bert_tf.data.data_settings import INPUT_FORMATS
 from bert_tf.errors import UserError
 
 log = logging.getLogger("bert_tf")

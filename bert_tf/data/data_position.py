@@ -42,7 +42,7 @@ class DataPosition:
     return int(last[pipeline * per_pipeline:(pipeline + 1) * per_pipeline].max()) + 1
 
   @contextlib.contextmanager
-  def kept(self):
+  def kept_across_restore(self):
     """Keeps the position across a checkpoint restore: a rollback restores the weights of the
     last good checkpoint but goes on after the batches that made the loss non-finite."""
     consumed = self.last_consumed.numpy()
@@ -50,7 +50,7 @@ class DataPosition:
     self.last_consumed.assign(consumed)
 
 
-def take_from(features: dict, position: DataPosition | None) -> dict:
+def strip_stream_positions(features: dict, position: DataPosition | None) -> dict:
   """The features without their stream positions, recorded in `position` (if given)."""
   if stream_position.FEATURE not in features:
     return features

@@ -12,7 +12,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.data.config import PIECE_BYTES
+from bert_tf.data.data_settings import PIECE_BYTES
 
 # How far after a nominal cut point a document boundary (a blank line) is looked for. A
 # document running across a cut point for longer than this is cut at a line start there (and a

@@ -18,7 +18,7 @@ import tensorflow_text as tf_text
 
 from bert_tf.data import corpus, masking, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
-from bert_tf.data.config import PipelineConfig
+from bert_tf.data.data_settings import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 

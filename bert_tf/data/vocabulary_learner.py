@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data import corpus, pieces
-from bert_tf.data.config import PIECE_BYTES
+from bert_tf.data.data_settings import PIECE_BYTES
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 

@@ -7,30 +7,22 @@ directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset).
 import logging
 import sys
 
-from absl import app, flags
-
 from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
-from bert_tf import settings  # noqa: E402
 from bert_tf.export.export_settings import ExportConfig  # noqa: E402  (no TensorFlow import)
 
 log = logging.getLogger("bert_tf")
 
 
-def main(argv):
-  console.configure(flags.FLAGS.verbosity)
-  with console.errors_in_one_line():
-    config = settings.from_flags(ExportConfig)
-    config.check()
-    from bert_tf.export.trained import export, load_trained
-    trained = load_trained(config.model_dir)
-    log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
-    export(trained, config.format, config.output, top_k=config.top_k)
+def export(config: ExportConfig) -> None:
+  config.check()
+  from bert_tf.export.trained import export, load_trained
+  trained = load_trained(config.model_dir)
+  log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
+  export(trained, config.format, config.output, top_k=config.top_k)
   print(f"wrote {config.output}")
 
 
 if __name__ == "__main__":
-  settings.define_flags(ExportConfig)
-  settings.name_verbosity_levels()
-  app.run(main, flags_parser=console.parse_flags)
+  console.run_command(ExportConfig, export)

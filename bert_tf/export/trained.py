@@ -8,7 +8,7 @@ import os
 import keras
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.errors import UserError

@@ -6,7 +6,7 @@ Importing this package loads no TensorFlow (the command line reads its flags fir
 function imports its module when called.
 """
 
-from bert_tf.finetune.config import FinetuneConfig
+from bert_tf.finetune.finetune_settings import FinetuneConfig
 
 __all__ = ["FinetuneConfig", "classifier", "finetune"]
 

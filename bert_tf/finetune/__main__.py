@@ -3,27 +3,19 @@
 
 import sys
 
-from absl import app, flags
-
 from bert_tf import console
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
-from bert_tf import settings  # noqa: E402
-from bert_tf.finetune.config import FinetuneConfig  # noqa: E402  (no TensorFlow import)
+from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no TensorFlow)
 
 
-def main(argv):
-  console.configure(flags.FLAGS.verbosity)
-  with console.errors_in_one_line():
-    config = settings.from_flags(FinetuneConfig)
-    from bert_tf.finetune.training import finetune
-    results = finetune(config)
+def finetune(config: FinetuneConfig) -> None:
+  from bert_tf.finetune.training import finetune
+  results = finetune(config)
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: dev accuracy "
         f"{results['dev_accuracy']:.4f}, macro F1 {results['dev_macro_f1']:.4f}. The "
         f"classifier is in {config.output_dir}/export (signature classify).")
 
 
 if __name__ == "__main__":
-  settings.define_flags(FinetuneConfig)
-  settings.name_verbosity_levels()
-  app.run(main, flags_parser=console.parse_flags)
+  console.run_command(FinetuneConfig, finetune)

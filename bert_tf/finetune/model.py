@@ -9,7 +9,7 @@ import os
 import keras
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import trained as trained_lib

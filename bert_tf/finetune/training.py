@@ -14,7 +14,7 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data import builtin_task
 from bert_tf.finetune import data, metrics
-from bert_tf.finetune.config import FinetuneConfig
+from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, compile_classifier, load_pretrained
 from bert_tf.runtime import preamble
@@ -72,8 +72,8 @@ def finetune(config: FinetuneConfig) -> dict:
   anything trains."""
   config.check()
   train, dev, classes = data.read_task(
-      builtin_task.resolve(config.train_file, config.data_dir, 0),
-      builtin_task.resolve(config.dev_file, config.data_dir, 1),
+      builtin_task.resolve(config.train_file, config.data_dir, "train"),
+      builtin_task.resolve(config.dev_file, config.data_dir, "dev"),
       config.text_columns, config.label_column)
   strategy = preamble.create(config)
   steps_per_epoch = math.ceil(len(train) / config.batch_size)

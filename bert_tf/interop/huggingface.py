@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state, model_state

@@ -11,7 +11,7 @@ import re
 import keras
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import huggingface, tf1_checkpoint
 from bert_tf.model_dir import is_training_directory

@@ -15,7 +15,7 @@ import tempfile
 import keras
 
 from bert_tf import files
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 
 

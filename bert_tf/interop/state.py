@@ -5,7 +5,7 @@ import logging
 import keras
 import numpy as np
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 
 log = logging.getLogger("bert_tf")

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state
 

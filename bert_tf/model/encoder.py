@@ -9,7 +9,7 @@ GELU. Its weights therefore map one to one onto `BertBackbone`'s.
 import keras
 import keras_hub
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 

@@ -2,8 +2,8 @@
 
 Everything else uses Keras's public API: the training step overrides `train_step` and
 `test_step`, builds its own multi-step function through `make_train_function`, and uses
-`compute_loss`, `compute_metrics`, `get_metrics_result` and `Model.metrics`. One internal is
-still needs internals, and the optimizers two more:
+`compute_loss`, `compute_metrics`, `get_metrics_result` and `Model.metrics`. The model still
+needs one internal, and the optimizers two more:
 
 - `Model._maybe_symbolic_build`, which `fit` and `evaluate` call before their first step. Under
   a tf.distribute strategy Keras 3.15 takes a batch from the input there and averages it across

@@ -3,9 +3,9 @@
 import keras
 import keras_hub
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
-from bert_tf.model.config import MLM_LOSS_REDUCTIONS
+from bert_tf.model.model_settings import MLM_LOSS_REDUCTIONS
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.loss import masked_lm_loss, next_sentence_loss
 from bert_tf.model.train_step import PretrainingModel

@@ -94,7 +94,7 @@ class PretrainingModel(BuiltBeforeFit):
 
   def _update(self, data):
     x, y, sample_weight = data
-    x = data_position_lib.take_from(x, self.data_position)
+    x = data_position_lib.strip_stream_positions(x, self.data_position)
     parts = self.gradient_accumulation_steps
     loss_weights = loss_lib.normalised_sample_weights(sample_weight, self.mlm_loss_reduction,
                                                       parts)

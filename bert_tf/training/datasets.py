@@ -5,13 +5,13 @@ figures are measured on."""
 
 import tensorflow as tf
 
-from bert_tf.data.config import pipeline_options
+from bert_tf.data.data_settings import pipeline_options
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.runtime import strategy as strategy_lib
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 
 def batches(config: TrainConfig, vocabulary: Vocabulary, file_patterns: str, *,

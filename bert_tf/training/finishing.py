@@ -13,7 +13,7 @@ from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.training import datasets
 from bert_tf.training.watching import evaluation, report
 from bert_tf.training.watching.monitor import RunMonitor
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.runtime import checkpointing, failures
 from bert_tf.training import datasets, stopping
-from bert_tf.training.config import MAX_ROLLBACKS, TrainConfig
+from bert_tf.training.train_settings import MAX_ROLLBACKS, TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 
 log = logging.getLogger("bert_tf")
@@ -58,7 +58,7 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
     if checkpoint_policy.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:
       rollbacks += 1
       bad_step = checkpointer.step
-      with data_position.kept():  # go on after the offending batches
+      with data_position.kept_across_restore():  # go on after the offending batches
         checkpointer.restore()
       log.warning("The loss is not finite at step %d: rolled back to step %d, skipping the "
                   "batches in between (rollback %d of at most %d)", bad_step,

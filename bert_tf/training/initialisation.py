@@ -7,12 +7,12 @@ import logging
 import keras
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.model_dir import is_training_directory
 from bert_tf.runtime import checkpointing
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
 

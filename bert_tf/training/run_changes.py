@@ -22,7 +22,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import files, settings
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data import corpus, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.tokenization import Vocabulary
@@ -30,7 +30,7 @@ from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.model_dir import is_training_directory
 from bert_tf.runtime import setting_changes
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
 

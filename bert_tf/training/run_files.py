@@ -7,11 +7,11 @@ import dataclasses
 import os
 
 from bert_tf import files
-from bert_tf.config import BertConfig
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.training import run_changes
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 
 FLAGS_FILE = "flags.txt"
 

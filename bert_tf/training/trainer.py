@@ -17,7 +17,7 @@ from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
 from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes
 from bert_tf.training import run_files
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 
 

@@ -11,7 +11,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.model.flops import model_flops_per_sequence
 from bert_tf.runtime import optimization
 from bert_tf.training import datasets
-from bert_tf.training.config import TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import callbacks as callbacks_lib
 from bert_tf.training.watching import evaluation, probe, progress, run_time
 

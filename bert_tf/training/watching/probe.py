@@ -39,9 +39,9 @@ def has_probe(config) -> bool:
 
 
 def _task(config):
-  return data.read_task(builtin_task.resolve(config.probe_train_file, config.data_dir, 0),
-                        builtin_task.resolve(config.probe_dev_file, config.data_dir, 1),
-                        config.text_columns, config.label_column)
+  return data.read_task(builtin_task.resolve(config.probe_train_file, config.data_dir, "train"),
+                        builtin_task.resolve(config.probe_dev_file, config.data_dir, "dev"),
+                        config.probe_text_columns, config.probe_label_column)
 
 
 def check_probe(config) -> None:

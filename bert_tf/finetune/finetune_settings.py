@@ -5,7 +5,7 @@ TensorFlow import: the flags are read before TensorFlow loads."""
 
 import dataclasses
 
-from bert_tf.data.config import ColumnsConfig, DataDirConfig
+from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
 from bert_tf.settings import check_choices, setting
 from bert_tf.runtime.runtime_settings import ExecutionConfig

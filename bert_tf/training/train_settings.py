@@ -1,7 +1,7 @@
 """`TrainConfig`: every setting of a pre-training run, each declared once.
 
-`TrainConfig` gathers the data settings (`bert_tf.data.config`), the model's
-(`bert_tf.model.config`), how the run executes and optimises
+`TrainConfig` gathers the data settings (`bert_tf.data.data_settings`), the model's
+(`bert_tf.model.model_settings`), how the run executes and optimises
 (`bert_tf.runtime.runtime_settings`) and the ones declared here: how it is checkpointed,
 evaluated and shown. Its fields are `train.py`'s flags (see `bert_tf.settings`). No
 TensorFlow import: `train.py` reads its flagfile before TensorFlow loads. How a run goes:
@@ -10,9 +10,9 @@ docs/training.md; the design behind the settings: docs/design.md.
 
 import dataclasses
 
-from bert_tf.data.config import ColumnsConfig, PipelineConfig, VocabularyConfig
+from bert_tf.data.data_settings import PipelineConfig, VocabularyConfig
 from bert_tf.errors import UserError
-from bert_tf.model.config import ModelConfig
+from bert_tf.model.model_settings import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
 
@@ -21,16 +21,20 @@ MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
 
 
 @dataclasses.dataclass(frozen=True)
-class ProbeConfig(ColumnsConfig):
+class ProbeConfig:
   """The probe: a labelled task fine-tuned on a copy of the encoder at each evaluation.
 
   See docs/finetuning.md.
   """
 
   probe_train_file: str = setting(
-      "", "The probe's training TSV (a header row; --text_columns, --label_column), or "
-      "`builtin` for the built-in task. Empty: no probe.", change=NOTED)
+      "", "The probe's training TSV (a header row; --probe_text_columns, --probe_label_column), "
+      "or `builtin` for the built-in task. Empty: no probe.", change=NOTED)
   probe_dev_file: str = setting("", "The probe's dev TSV, or `builtin`.", change=NOTED)
+  probe_text_columns: str = setting(
+      "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`).",
+      change=NOTED)
+  probe_label_column: str = setting("label", "The probe's label column.", change=NOTED)
   probe_steps: int = setting(50, "Fine-tuning steps of each probe (batches of 32).",
                              change=NOTED)
 
