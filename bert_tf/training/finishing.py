@@ -10,6 +10,7 @@ from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.model_dir import METRICS_FILE
 from bert_tf.training import datasets, evaluation, report
 from bert_tf.training.config import TrainConfig
 
@@ -31,7 +32,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary, watc
           measured, config.eval_steps))
   if watchers.held_out:
     metrics.update(watchers.held_out.evaluate(model))
-  files.write_json(os.path.join(config.model_dir, trained.METRICS_FILE), metrics)
+  files.write_json(os.path.join(config.model_dir, METRICS_FILE), metrics)
   report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
                      os.path.join(config.model_dir, "curves.png"),
                      metrics["most_frequent_token_accuracy"])
