@@ -17,7 +17,7 @@ from bert_tf import model_dir
 from bert_tf.config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.interop import huggingface, tf1_checkpoint
+from bert_tf.interop import huggingface, keras_hub_preset, tf1_checkpoint
 
 log = logging.getLogger("bert_tf")
 
@@ -222,6 +222,8 @@ def open_source(path: str, flag: str = "--init_checkpoint") -> Source:
   """The pre-trained BERT at `path`, of the kind its files say; `flag` (the setting that gave
   the path) names it in messages. Raises a one-line UserError when `path` is none of the
   three kinds, or one whose weights cannot be read."""
+  if keras_hub_preset.is_keras_hub_preset(path):  # its model.weights.h5 is not a run's
+    raise _refused(path, flag, "a keras-hub preset, which keras-hub's from_preset reads")
   if _is_run_directory(path):
     return RunDirectory(path, flag)
   if huggingface.is_huggingface_directory(path):
