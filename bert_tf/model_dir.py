@@ -1,12 +1,17 @@
-"""Where a run keeps its checkpoints in its model_dir, for every layer that reads a model_dir
-(the trainer resumes from it, `--init_checkpoint` and fine-tuning start from it)."""
+"""What a run keeps in its model_dir, named once for every layer that writes or reads one (the
+trainer resumes from it; `--init_checkpoint`, fine-tuning and export read it through
+`bert_tf.interop.source`)."""
 
 import os
 import re
 
 import tensorflow as tf
 
-CHECKPOINTS = "checkpoints"  # under model_dir
+CHECKPOINTS = "checkpoints"  # the training checkpoints: weights, optimizer, data position
+# The files that make a model_dir stand alone, written at the run's start (`run_files`), and
+# its final weights and figures, written when it finishes.
+CONFIG_FILE, VOCAB_FILE, TRAIN_CONFIG_FILE = "bert_config.json", "vocab.txt", "train_config.json"
+WEIGHTS_FILE, METRICS_FILE = "model.weights.h5", "metrics.json"
 
 
 def latest_step(path: str) -> int:
@@ -16,6 +21,6 @@ def latest_step(path: str) -> int:
   return int(found.group(1)) if found else 0
 
 
-def is_training_directory(path: str) -> bool:
-  """A bert_tf model_dir with at least one checkpoint."""
+def has_checkpoint(path: str) -> bool:
+  """Whether the model_dir has at least one training checkpoint (a run can go on from it)."""
   return tf.io.gfile.exists(os.path.join(path, CHECKPOINTS, "checkpoint"))

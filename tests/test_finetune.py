@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.model_dir import WEIGHTS_FILE
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
 from bert_tf.finetune.data import TextEncoder
@@ -57,7 +58,7 @@ def model_dir(tmp_path_factory, vocab_file):
   config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
   write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
-  pretraining_model(config).save_weights(os.path.join(directory, trained.WEIGHTS_FILE))
+  pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
   return directory
 
 

@@ -167,7 +167,7 @@ def test_an_original_bert_checkpoint_as_its_index_file_and_cut_short(
 
 
 def test_a_cased_checkpoint_lower_cased_by_the_run_is_warned_about(published, tmp_path, caplog):
-  from bert_tf.interop import init_checkpoint
+  from bert_tf.interop import init_checkpoint, tf1_checkpoint
   _, directory = published  # exported with do_lower_case true
   cased = str(tmp_path / "cased")
   shutil.copytree(directory, cased)
@@ -181,4 +181,4 @@ def test_a_cased_checkpoint_lower_cased_by_the_run_is_warned_about(published, tm
           "give --nodo_lower_case to match it") in caplog.text
   # Google's releases: the case is in the directory's name.
   for name, lower in (("multi_cased_L-12_H-768_A-12", False), ("uncased_L-12_H-768_A-12", True)):
-    assert init_checkpoint.lower_case(str(tmp_path / name / "bert_model.ckpt")) is lower
+    assert tf1_checkpoint.lower_case(str(tmp_path / name / "bert_model.ckpt")) is lower

@@ -3,23 +3,14 @@ reads) with BERT's classification head, dropout then one dense layer on the pool
 output, and the Keras function that returns it compiled (`classifier`)."""
 
 import dataclasses
-import json
-import os
 
 import keras
 import tensorflow as tf
 
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
-from bert_tf.export import trained as trained_lib
 from bert_tf.finetune.data import TextEncoder
-from bert_tf.interop.huggingface import is_huggingface_directory, load_huggingface
-from bert_tf.interop.huggingface import read_config
-from bert_tf.interop.init_checkpoint import lower_case as source_lower_case
-from bert_tf.interop.init_checkpoint import tf1_prefix
-from bert_tf.interop.tf1_checkpoint import is_tf1_checkpoint
-from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.interop.source import open_source
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
@@ -35,55 +26,15 @@ class Pretrained:
   lower_case: bool
 
 
-def _is_run_directory(path: str) -> bool:
-  return tf.io.gfile.exists(os.path.join(path, trained_lib.WEIGHTS_FILE))
-
-
-def _read_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
-  """(shape, vocabulary, lower case) of a train.py model_dir, a Hugging Face directory or an
-  original BERT checkpoint, without reading the weights."""
-  if _is_run_directory(model_dir):
-    trained_lib.check_finished(model_dir)
-    with tf.io.gfile.GFile(os.path.join(model_dir, trained_lib.TRAIN_CONFIG_FILE)) as f:
-      lower_case = json.load(f)["do_lower_case"]
-    return (BertConfig.from_json_file(os.path.join(model_dir, trained_lib.CONFIG_FILE)),
-            Vocabulary(os.path.join(model_dir, trained_lib.VOCAB_FILE)), lower_case)
-  if is_huggingface_directory(model_dir):
-    return (read_config(model_dir), Vocabulary(os.path.join(model_dir, "vocab.txt")),
-            source_lower_case(model_dir))
-  prefix = tf1_prefix(model_dir)
-  if is_tf1_checkpoint(prefix):
-    directory = os.path.dirname(prefix)
-    return (BertConfig.from_json_file(os.path.join(directory, "bert_config.json")),
-            Vocabulary(os.path.join(directory, "vocab.txt")), source_lower_case(model_dir))
-  if not tf.io.gfile.exists(model_dir):
-    raise UserError(f"--model_dir {model_dir} is not found")
-  raise UserError(f"--model_dir {model_dir} is neither a finished train.py model_dir, a "
-                  "Hugging Face BERT directory nor an original BERT checkpoint")
-
-
-def _read_matching_shape(model_dir: str) -> tuple[BertConfig, Vocabulary, bool]:
-  """`_read_shape`, its vocabulary of the size the model's embeddings are."""
-  config, vocabulary, lower_case = _read_shape(model_dir)
-  if len(vocabulary) != config.vocab_size:
-    raise UserError(f"{model_dir}: its vocabulary {vocabulary.path} has {len(vocabulary)} "
-                    f"tokens, but its model's vocab_size is {config.vocab_size}: they must "
-                    "match")
-  return config, vocabulary, lower_case
-
-
 def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained:
-  """The encoder of `model_dir` with its weights; with `from_scratch`, the same encoder with
+  """The encoder of `model_dir` (a train.py model_dir, a Hugging Face BERT directory or an
+  original BERT checkpoint) with its weights; with `from_scratch`, the same encoder with
   random weights (drawn from Keras's seed). Build under the strategy's scope."""
-  config, vocabulary, lower_case = _read_matching_shape(model_dir)
-  model = pretraining_model(config)  # the heads too: every format stores them
+  source = open_source(model_dir, "--model_dir")
+  config, vocabulary, lower_case = source.config, source.vocabulary, source.lower_case
+  model = pretraining_model(config)  # the heads too: every kind stores them
   if not from_scratch:
-    if _is_run_directory(model_dir):
-      model.load_weights(os.path.join(model_dir, trained_lib.WEIGHTS_FILE))
-    elif is_huggingface_directory(model_dir):
-      load_huggingface(model, config, model_dir)
-    else:
-      load_tf1_checkpoint(model, config, tf1_prefix(model_dir))
+    source.load_weights(model, config)
   return Pretrained(model.get_layer("bert_encoder"), config, vocabulary, lower_case)
 
 

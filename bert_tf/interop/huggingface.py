@@ -17,6 +17,9 @@ from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state, model_state
 
 WEIGHTS = "model.safetensors"
+# The other weights files transformers saves: pickled torch, TF, Flax, safetensors in shards.
+_UNREAD_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
+                   "model.safetensors.index.json")
 _CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
                   "max_position_embeddings", "type_vocab_size", "initializer_range")
@@ -74,6 +77,29 @@ def is_huggingface_directory(path: str) -> bool:
   return tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, "config.json"))
 
 
+def weights_file(directory: str, called: str = "") -> str:
+  """The directory's model.safetensors. Without it, a UserError naming the weights files that
+  transformers may have saved instead, which are not read; `called` is how to name the
+  directory in it (by default its path)."""
+  weights = os.path.join(directory, WEIGHTS)
+  if not tf.io.gfile.exists(weights):
+    others = [name for name in _UNREAD_WEIGHTS if tf.io.gfile.exists(os.path.join(directory, name))]
+    found = f"; it has {', '.join(others)}, which is not read" if others else ""
+    raise UserError(f"{called or directory} is a Hugging Face directory without {WEIGHTS} "
+                    f"(only safetensors weights are read{found})")
+  return weights
+
+
+def lower_case(directory: str) -> bool:
+  """Whether the model was trained on lower-cased text: its tokenizer_config.json's
+  `do_lower_case`, true without one (transformers' default)."""
+  path = os.path.join(directory, "tokenizer_config.json")
+  if not tf.io.gfile.exists(path):
+    return True
+  with tf.io.gfile.GFile(path) as f:
+    return bool(json.load(f).get("do_lower_case", True))
+
+
 def read_config(directory: str) -> BertConfig:
   """The BertConfig of a Hugging Face BERT directory's config.json."""
   path = os.path.join(directory, "config.json")
@@ -120,9 +146,7 @@ def read_huggingface(directory: str):
   from safetensors.numpy import load_file
 
   config = read_config(directory)
-  weights = os.path.join(directory, WEIGHTS)
-  if not tf.io.gfile.exists(weights):
-    raise UserError(f"{directory} has no {WEIGHTS} (only safetensors weights are read)")
+  weights = weights_file(directory)
   try:
     state = canonical_names(load_file(weights))
   except (SafetensorError, OSError) as e:

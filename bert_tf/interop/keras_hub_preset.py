@@ -10,9 +10,12 @@ ours (original BERT's) does; where keras-hub's text handling still differs from 
 (NFKC case folding, Unicode spaces, control characters): docs/serving.md.
 """
 
+import json
+import os
 import tempfile
 
 import keras
+import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.model.bert_config import BertConfig
@@ -25,6 +28,19 @@ def preset_tokenizer(vocabulary: Vocabulary, lower_case: bool):
   import keras_hub
   return keras_hub.models.BertTokenizer(vocabulary=vocabulary.tokens, lowercase=lower_case,
                                         strip_accents=lower_case)
+
+
+def is_keras_hub_preset(path: str) -> bool:
+  """A directory keras-hub's `save_to_preset` wrote: its config.json names a registered Keras
+  class (a Hugging Face config.json names a `model_type` instead)."""
+  config = os.path.join(path, "config.json")
+  if not (tf.io.gfile.isdir(path) and tf.io.gfile.exists(config)):
+    return False
+  with tf.io.gfile.GFile(config) as f:
+    try:
+      return "registered_name" in json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError, TypeError):
+      return False
 
 
 def export_keras_hub(model: keras.Model, config: BertConfig, vocabulary: Vocabulary,

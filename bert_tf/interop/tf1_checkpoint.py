@@ -45,12 +45,18 @@ def canonical_name(tf1_name: str):
   return f"{path}.{last}", transpose
 
 
-def is_tf1_checkpoint(path: str) -> bool:
-  return tf.io.gfile.exists(path + ".index")
+def is_tf1_checkpoint(prefix: str) -> bool:
+  return tf.io.gfile.exists(prefix + ".index")
 
 
 def checkpoint_prefix(path: str) -> str:
-  """Accepts the checkpoint prefix or its directory (with `bert_model.ckpt` inside)."""
+  """The checkpoint prefix `path` names: the prefix itself, its `.index` or a data file, or a
+  directory holding `bert_model.ckpt` (or whose `checkpoint` file names another)."""
+  name = os.path.basename(path)
+  if name.endswith(".index"):
+    return path[:-len(".index")]
+  if ".data-" in name:
+    return path[:path.rindex(".data-")]
   if tf.io.gfile.isdir(path):
     candidate = os.path.join(path, "bert_model.ckpt")
     if is_tf1_checkpoint(candidate):
@@ -59,6 +65,12 @@ def checkpoint_prefix(path: str) -> str:
     if latest:
       return latest
   return path
+
+
+def has_data(prefix: str) -> bool:
+  """Whether a data file is beside the checkpoint's index (the index alone opens, and every
+  read of a weight then fails)."""
+  return bool(tf.io.gfile.glob(f"{prefix}.data-*"))
 
 
 def read_tf1_checkpoint(prefix: str) -> dict:
@@ -98,15 +110,29 @@ def config_path(prefix: str) -> str:
   return os.path.join(os.path.dirname(prefix), "bert_config.json")
 
 
-def check_config(prefix: str, config: BertConfig) -> None:
-  """The checkpoint's `bert_config.json` exists and makes the model `config` makes."""
+def read_config(prefix: str) -> BertConfig:
+  """The checkpoint's `bert_config.json`, which must be beside it."""
   path = config_path(prefix)
   if not tf.io.gfile.exists(path):
     raise UserError(f"original BERT checkpoint {prefix} has no {path}: put the "
                     "bert_config.json it was trained with beside it")
-  different = BertConfig.from_json_file(path).differences(config)
+  return BertConfig.from_json_file(path)
+
+
+def check_config(prefix: str, config: BertConfig) -> None:
+  """The checkpoint's `bert_config.json` exists and makes the model `config` makes."""
+  different = read_config(prefix).differences(config)
   if different:
-    raise UserError(f"{prefix} is another model than --config: its {path} has {different}")
+    raise UserError(f"{prefix} is another model than --config: its {config_path(prefix)} has "
+                    f"{different}")
+
+
+def lower_case(prefix: str) -> bool:
+  """Whether the checkpoint was trained on lower-cased text. Google's releases say it in their
+  directory's name only: cased_L-12_H-768_A-12, multi_cased_..., wwm_cased_... are cased, the
+  others uncased."""
+  directory = os.path.basename(os.path.normpath(os.path.dirname(prefix)))
+  return not re.search(r"(^|_)cased_", directory)
 
 
 def load_tf1_checkpoint(model: keras.Model, config: BertConfig, path: str) -> None:

@@ -10,10 +10,11 @@ from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.model_dir import METRICS_FILE
 from bert_tf.training import datasets
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, report
 from bert_tf.training.watching.monitor import RunMonitor
-from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
 
@@ -34,7 +35,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
           measured, config.eval_steps))
   if monitor.held_out:
     metrics.update(monitor.held_out.evaluate(model))
-  files.write_json(os.path.join(config.model_dir, trained.METRICS_FILE), metrics)
+  files.write_json(os.path.join(config.model_dir, METRICS_FILE), metrics)
   report.plot_curves(os.path.join(config.model_dir, "history.jsonl"),
                      os.path.join(config.model_dir, "curves.png"),
                      metrics["most_frequent_token_accuracy"])

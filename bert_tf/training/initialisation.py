@@ -9,8 +9,7 @@ import tensorflow as tf
 
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
-from bert_tf.interop import init_checkpoint
-from bert_tf.model_dir import is_training_directory
+from bert_tf.interop.source import open_source
 from bert_tf.runtime import checkpointing
 from bert_tf.training.train_settings import TrainConfig
 
@@ -27,18 +26,25 @@ def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras
     log.info("Resumed from the checkpoint at step %d of %d%s", start_step, config.train_steps,
              " (--train_steps reached: nothing to train)"
              if start_step >= config.train_steps else "")
-  elif config.init_checkpoint and is_training_directory(config.init_checkpoint):
-    try:
-      step = checkpointer.continue_from(config.init_checkpoint)
-    except checkpointing.UnreadableCheckpoint as e:
-      raise UserError(f"--init_checkpoint {config.init_checkpoint}: {e}") from None
-    if step >= config.train_steps:
-      raise UserError(f"--init_checkpoint {config.init_checkpoint} is at step {step}, "
-                      f"--train_steps {config.train_steps}: nothing to train (the steps go on "
-                      "from the run's: give --train_steps beyond its step)")
-    log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
-             config.init_checkpoint, step, config.train_steps)
   elif config.init_checkpoint:
-    log.info("Initialising from %s", config.init_checkpoint)
-    init_checkpoint.load(model, bert_config, config.init_checkpoint)
+    source = open_source(config.init_checkpoint)
+    if source.has_checkpoint:
+      _go_on_from(checkpointer, config)
+    else:
+      log.info("Initialising from %s (%s)", config.init_checkpoint, source.kind)
+      source.load_weights(model, bert_config)
   return start_step
+
+
+def _go_on_from(checkpointer: checkpointing.Checkpointer, config: TrainConfig) -> None:
+  """Takes the weights, optimizer and step of the --init_checkpoint run's latest checkpoint."""
+  try:
+    step = checkpointer.continue_from(config.init_checkpoint)
+  except checkpointing.UnreadableCheckpoint as e:
+    raise UserError(f"--init_checkpoint {config.init_checkpoint}: {e}") from None
+  if step >= config.train_steps:
+    raise UserError(f"--init_checkpoint {config.init_checkpoint} is at step {step}, "
+                    f"--train_steps {config.train_steps}: nothing to train (the steps go on "
+                    "from the run's: give --train_steps beyond its step)")
+  log.info("Going on from %s at step %d of %d (weights, optimizer and schedule)",
+           config.init_checkpoint, step, config.train_steps)

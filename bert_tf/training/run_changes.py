@@ -27,8 +27,7 @@ from bert_tf.data import corpus, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export import trained
-from bert_tf.model_dir import is_training_directory
+from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE, has_checkpoint
 from bert_tf.runtime import setting_changes
 from bert_tf.training.train_settings import TrainConfig
 
@@ -81,8 +80,8 @@ class RunChanges:
 def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary) -> RunChanges:
   """Compares this run with the model_dir's last one (nothing to compare before its first
   checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
-  recorded_settings = setting_changes.read_record(config.model_dir, trained.TRAIN_CONFIG_FILE)
-  if not (is_training_directory(config.model_dir) and recorded_settings):
+  recorded_settings = setting_changes.read_record(config.model_dir, TRAIN_CONFIG_FILE)
+  if not (has_checkpoint(config.model_dir) and recorded_settings):
     return RunChanges()
   model_lines = _model_differences(config.model_dir, bert_config, vocabulary)
   if model_lines:
@@ -107,13 +106,13 @@ def _model_differences(model_dir: str, bert_config: BertConfig,
                        vocabulary: Vocabulary) -> list[str]:
   """Lines naming what differs between this run's model and the model_dir's."""
   lines = []
-  config_file = os.path.join(model_dir, trained.CONFIG_FILE)
+  config_file = os.path.join(model_dir, CONFIG_FILE)
   if tf.io.gfile.exists(config_file):
     before = BertConfig.from_json_file(config_file).to_dict()
     after = bert_config.to_dict()
     lines += [f"{key} {before.get(key)} -> {after.get(key)}" for key in sorted(after)
               if key not in _DROPOUT and before.get(key) != after.get(key)]
-  vocab_copy = os.path.join(model_dir, trained.VOCAB_FILE)
+  vocab_copy = os.path.join(model_dir, VOCAB_FILE)
   if tf.io.gfile.exists(vocab_copy) and Vocabulary(vocab_copy).tokens != vocabulary.tokens:
     lines.append(f"the vocabulary {vocabulary.path} is not the one it trained with "
                  f"({vocab_copy})")

@@ -9,7 +9,7 @@ import os
 from bert_tf import files
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export import trained
+from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE
 from bert_tf.training import run_changes
 from bert_tf.training.train_settings import TrainConfig
 
@@ -18,11 +18,11 @@ FLAGS_FILE = "flags.txt"
 
 def write_run_files(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary,
                     flags_text: str = "") -> None:
-  bert_config.to_json_file(os.path.join(config.model_dir, trained.CONFIG_FILE))
-  files.write_json(os.path.join(config.model_dir, trained.TRAIN_CONFIG_FILE),
+  bert_config.to_json_file(os.path.join(config.model_dir, CONFIG_FILE))
+  files.write_json(os.path.join(config.model_dir, TRAIN_CONFIG_FILE),
                    dataclasses.asdict(config))
   run_changes.write_corpus_fingerprint(config)
-  vocab_copy = os.path.join(config.model_dir, trained.VOCAB_FILE)
+  vocab_copy = os.path.join(config.model_dir, VOCAB_FILE)
   if os.path.abspath(vocabulary.path) != os.path.abspath(vocab_copy):
     files.copy(vocabulary.path, vocab_copy)
   if flags_text:

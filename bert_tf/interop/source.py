@@ -1,0 +1,238 @@
+"""Where a pre-trained BERT comes from, decided in one place for every command that reads one
+(`--init_checkpoint`, fine-tuning's `--model_dir`): a bert_tf model_dir, a Hugging Face BERT
+directory or an original BERT checkpoint. `open_source` recognises the path and returns a
+`Source`, which every caller asks the same things: the model's shape, its vocabulary and case,
+and its weights. Every way the path can be wrong is one line naming the problem."""
+
+import abc
+import functools
+import json
+import logging
+import os
+
+import keras
+import tensorflow as tf
+
+from bert_tf import model_dir
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.interop import huggingface, keras_hub_preset, tf1_checkpoint
+
+log = logging.getLogger("bert_tf")
+
+ACCEPTED = ("a bert_tf model_dir, an original BERT checkpoint (the bert_model.ckpt prefix or "
+            "its directory, with bert_config.json beside it) or a Hugging Face BertForPreTraining "
+            f"directory (config.json and {huggingface.WEIGHTS})")
+
+
+class Source(abc.ABC):
+  """A pre-trained BERT on disk, of the kind `kind` names. `flag` is the setting that gave
+  its `path`, for messages."""
+
+  kind = ""
+  has_checkpoint = False  # a bert_tf run that can go on: weights, optimizer and step
+
+  def __init__(self, path: str, flag: str):
+    self.path, self.flag = path, flag
+
+  @property
+  @abc.abstractmethod
+  def config(self) -> BertConfig:
+    """The model's shape."""
+
+  @property
+  @abc.abstractmethod
+  def lower_case(self) -> bool:
+    """Whether the model was trained on lower-cased text."""
+
+  @abc.abstractmethod
+  def vocabulary_file(self) -> str:
+    """Where the vocabulary it was trained with is."""
+
+  @functools.cached_property
+  def vocabulary(self) -> Vocabulary:
+    """The vocabulary it was trained with, of the size of the model's embeddings."""
+    vocabulary = Vocabulary(self.vocabulary_file())
+    if len(vocabulary) != self.config.vocab_size:
+      raise UserError(f"{self.path}: its vocabulary {vocabulary.path} has {len(vocabulary)} "
+                      f"tokens, but its model's vocab_size is {self.config.vocab_size}: they "
+                      "must match")
+    return vocabulary
+
+  @abc.abstractmethod
+  def check_config(self, config: BertConfig) -> None:
+    """Raises a one-line UserError unless it is a model of the shape `config` gives."""
+
+  @abc.abstractmethod
+  def load_weights(self, model: keras.Model, config: BertConfig) -> None:
+    """Sets the weights of `model`, a pre-training model of `config` (both heads: every kind
+    stores them, or says in a line which it lacks); a model of another shape is an error."""
+
+
+class RunDirectory(Source):
+  """A train.py model_dir: finished (its final weights, `model.weights.h5`) or still training
+  (its checkpoints only). Its weights are the final ones; a run goes on from its checkpoints
+  through the trainer (`has_checkpoint`)."""
+
+  kind = "a bert_tf model_dir"
+
+  def __init__(self, path: str, flag: str = "--model_dir"):
+    super().__init__(path, flag)
+
+  @property
+  def has_checkpoint(self) -> bool:
+    return model_dir.has_checkpoint(self.path)
+
+  def _file(self, name: str) -> str:
+    if not tf.io.gfile.isdir(self.path):
+      raise UserError(f"{self.path} is not found: it takes a finished train.py model_dir")
+    path = os.path.join(self.path, name)
+    if not tf.io.gfile.exists(path):
+      raise UserError(f"{self.path} has no {name}: is it a finished train.py model_dir?")
+    return path
+
+  @functools.cached_property
+  def config(self) -> BertConfig:
+    return BertConfig.from_json_file(self._file(model_dir.CONFIG_FILE))
+
+  @functools.cached_property
+  def settings(self) -> dict:
+    """The run's settings, as `train_config.json` recorded them."""
+    with tf.io.gfile.GFile(self._file(model_dir.TRAIN_CONFIG_FILE)) as f:
+      return json.load(f)
+
+  @functools.cached_property
+  def lower_case(self) -> bool:
+    return self.settings["do_lower_case"]
+
+  def vocabulary_file(self) -> str:
+    return self._file(model_dir.VOCAB_FILE)
+
+  def check_config(self, config: BertConfig) -> None:
+    """Its bert_config.json (written once its checkpoint fitted) makes the model `config`
+    makes; one without it is left to the checkpoint's restore."""
+    path = os.path.join(self.path, model_dir.CONFIG_FILE)
+    if tf.io.gfile.exists(path):
+      different = self.config.differences(config)
+      if different:
+        raise UserError(f"{self.flag} {self.path} is another model than --config: its {path} "
+                        f"has {different}")
+
+  def check_finished(self) -> None:
+    """Raises a one-line UserError unless the model_dir holds what a finished run leaves, and
+    says in a line when its final weights are older than its latest checkpoint: a re-run with
+    more --train_steps went on from them and has not finished."""
+    for name in (model_dir.CONFIG_FILE, model_dir.VOCAB_FILE, model_dir.WEIGHTS_FILE,
+                 model_dir.TRAIN_CONFIG_FILE):
+      self._file(name)
+    metrics = os.path.join(self.path, model_dir.METRICS_FILE)
+    if not tf.io.gfile.exists(metrics):
+      return
+    with tf.io.gfile.GFile(metrics) as f:
+      final_step = json.load(f).get("steps", 0)
+    latest = model_dir.latest_step(self.path)
+    if latest > final_step:
+      log.warning("%s: its final weights are of step %d, but training went on to the "
+                  "checkpoint at step %d and has not finished: these are step %d's (re-run "
+                  "train.py to finish)", self.path, final_step, latest, final_step)
+
+  def load_weights(self, model: keras.Model, config: BertConfig) -> None:
+    self.check_config(config)
+    self.check_finished()
+    model.load_weights(os.path.join(self.path, model_dir.WEIGHTS_FILE))
+
+
+class HuggingFaceDirectory(Source):
+  """A Hugging Face BERT directory of any BERT class: config.json, model.safetensors and, for
+  fine-tuning, vocab.txt (and tokenizer_config.json for the case)."""
+
+  kind = "a Hugging Face directory"
+
+  def __init__(self, path: str, flag: str):
+    super().__init__(path, flag)
+    huggingface.weights_file(path, called=f"{flag} {path}")
+
+  @functools.cached_property
+  def config(self) -> BertConfig:
+    return huggingface.read_config(self.path)
+
+  @functools.cached_property
+  def lower_case(self) -> bool:
+    return huggingface.lower_case(self.path)
+
+  def vocabulary_file(self) -> str:
+    return os.path.join(self.path, "vocab.txt")
+
+  def check_config(self, config: BertConfig) -> None:
+    huggingface.check_config(self.path, config)
+
+  def load_weights(self, model: keras.Model, config: BertConfig) -> None:
+    huggingface.load_huggingface(model, config, self.path)
+
+
+class OriginalCheckpoint(Source):
+  """An original BERT (TF1) checkpoint, `bert_model.ckpt`, with its bert_config.json and, for
+  fine-tuning, vocab.txt beside it; the case is in Google's directory names."""
+
+  kind = "an original BERT checkpoint"
+
+  def __init__(self, path: str, flag: str, prefix: str):
+    super().__init__(path, flag)
+    self.prefix = prefix
+    try:
+      tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError) as e:
+      lines = str(e).strip().splitlines()
+      raise _refused(path, flag, "not a readable checkpoint "
+                     f"({lines[0] if lines else type(e).__name__})") from None
+    if not tf1_checkpoint.has_data(prefix):
+      raise _refused(path, flag, f"not a readable checkpoint (no {prefix}.data-* file beside "
+                     "its index)")
+
+  @functools.cached_property
+  def config(self) -> BertConfig:
+    return tf1_checkpoint.read_config(self.prefix)
+
+  @functools.cached_property
+  def lower_case(self) -> bool:
+    return tf1_checkpoint.lower_case(self.prefix)
+
+  def vocabulary_file(self) -> str:
+    return os.path.join(os.path.dirname(self.prefix), "vocab.txt")
+
+  def check_config(self, config: BertConfig) -> None:
+    tf1_checkpoint.check_config(self.prefix, config)
+
+  def load_weights(self, model: keras.Model, config: BertConfig) -> None:
+    tf1_checkpoint.load_tf1_checkpoint(model, config, self.prefix)
+
+
+def _refused(path: str, flag: str, problem: str) -> UserError:
+  return UserError(f"{flag} {path} is {problem}: it takes {ACCEPTED}")
+
+
+def _is_run_directory(path: str) -> bool:
+  """A train.py model_dir: its final weights, or a checkpoint of a run not finished."""
+  return (tf.io.gfile.exists(os.path.join(path, model_dir.WEIGHTS_FILE))
+          or model_dir.has_checkpoint(path))
+
+
+def open_source(path: str, flag: str = "--init_checkpoint") -> Source:
+  """The pre-trained BERT at `path`, of the kind its files say; `flag` (the setting that gave
+  the path) names it in messages. Raises a one-line UserError when `path` is none of the
+  three kinds, or one whose weights cannot be read."""
+  if keras_hub_preset.is_keras_hub_preset(path):  # its model.weights.h5 is not a run's
+    raise _refused(path, flag, "a keras-hub preset, which keras-hub's from_preset reads")
+  if _is_run_directory(path):
+    return RunDirectory(path, flag)
+  if huggingface.is_huggingface_directory(path):
+    return HuggingFaceDirectory(path, flag)
+  prefix = tf1_checkpoint.checkpoint_prefix(path)
+  if tf1_checkpoint.is_tf1_checkpoint(prefix):
+    return OriginalCheckpoint(path, flag, prefix)
+  if tf.io.gfile.isdir(path):
+    raise _refused(path, flag, "a directory with no checkpoint in it")
+  if tf.io.gfile.exists(path):
+    raise _refused(path, flag, "a file that is not a checkpoint")
+  raise _refused(path, flag, "not found")
