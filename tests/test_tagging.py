@@ -9,6 +9,7 @@ import tensorflow as tf
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune import metrics, tagging
+from bert_tf.finetune.batches import batches
 
 # CoNLL-2003's layout: word, part of speech, chunk, entity tag; a -DOCSTART- line and blank
 # lines between sentences.
@@ -163,7 +164,8 @@ def test_dataset_batches(train_file, vocabulary):
   sentences = tagging.read_sentences(train_file)
   tagged = tagging.tagging_features(sentences, ["B-LOC", "B-PER", "I-PER", "O"], vocabulary,
                                     lower_case=True, seq_length=16)
-  features, labels = next(iter(tagging.dataset(tagged, batch_size=2, shuffle_seed=1)))
+  data = batches(tagged.features, tagged.labels, batch_size=2, shuffle_seed=1)
+  features, labels = next(iter(data))
   assert sorted(features) == ["padding_mask", "segment_ids", "token_ids"]
   assert features["token_ids"].shape == labels.shape == (2, 16)
   assert labels.dtype == tf.int32

@@ -72,7 +72,7 @@ def _get(value, key: str, kind: type, where: str):
   return value[key]
 
 
-def _answers(qa: dict, context: str, where: str, question_id: str) -> tuple:
+def _answers(qa: dict, context: str, where: str, path: str, question_id: str) -> tuple:
   """A question's checked (text, start) answers; none for a v2.0 unanswerable question."""
   if qa.get("is_impossible") is True:
     return ()
@@ -81,8 +81,9 @@ def _answers(qa: dict, context: str, where: str, question_id: str) -> tuple:
     text = _get(answer, "text", str, f"{where}.answers[{k}]")
     start = _get(answer, "answer_start", int, f"{where}.answers[{k}]")
     if not text or start < 0 or context[start:start + len(text)] != text:
-      raise UserError(f"question {question_id!r}: answer {text!r} is not at its answer_start "
-                      f"{start} in the context ({context[max(start, 0):][:len(text)]!r} is)")
+      raise UserError(f"{path}: question {question_id!r}: answer {text!r} is not at its "
+                      f"answer_start {start} in the context "
+                      f"({context[max(start, 0):][:len(text)]!r} is)")
     answers.append((text, start))
   return tuple(answers)
 
@@ -106,10 +107,7 @@ def read_squad(path: str, flag: str = "--train_file") -> SquadFile:
           raise UserError(f"{path}: question id {question_id!r} is used twice")
         ids.add(question_id)
         question = _get(qa, "question", str, f"{where}.qas[{k}]")
-        try:
-          answers = _answers(qa, context, f"{where}.qas[{k}]", question_id)
-        except UserError as error:
-          raise UserError(f"{path}: {error}") from None
+        answers = _answers(qa, context, f"{where}.qas[{k}]", path, question_id)
         questions.append(Question(question_id, question, len(contexts), answers))
       contexts.append(context)
   if not questions:
@@ -171,6 +169,12 @@ class SquadFeatures:
   unreachable: int  # answerable questions whose answer no window holds whole
 
 
+def _rows(ragged: tf.RaggedTensor) -> list[np.ndarray]:
+  """[batch, (values)] -> a numpy array per row (one conversion, not one per row)."""
+  values, splits = ragged.flat_values.numpy(), ragged.row_splits.numpy()
+  return [values[start:end] for start, end in zip(splits[:-1], splits[1:])]
+
+
 def tokenize_contexts(contexts: list[str], vocabulary: Vocabulary,
                       lower_case: bool) -> list[ContextTokens]:
   tokenizer = vocabulary.tokenizer(lower_case)
@@ -178,15 +182,14 @@ def tokenize_contexts(contexts: list[str], vocabulary: Vocabulary,
   for first in range(0, len(contexts), _BATCH):
     ids, starts, ends = tokenize_with_offsets(
         tokenizer, tf.constant(contexts[first:first + _BATCH], tf.string))
-    tokens.extend(ContextTokens(*(row.numpy() for row in rows))
-                  for rows in zip(ids, starts, ends))
+    tokens.extend(map(ContextTokens, _rows(ids), _rows(starts), _rows(ends)))
   return tokens
 
 
 def _tokenize(texts: list[str], vocabulary: Vocabulary, lower_case: bool) -> list[np.ndarray]:
   tokenizer = vocabulary.tokenizer(lower_case)
-  return [row.numpy() for first in range(0, len(texts), _BATCH)
-          for row in tokenizer.tokenize(tf.constant(texts[first:first + _BATCH], tf.string))]
+  return [row for first in range(0, len(texts), _BATCH)
+          for row in _rows(tokenizer.tokenize(tf.constant(texts[first:first + _BATCH], tf.string)))]
 
 
 def window_starts(num_tokens: int, room: int, doc_stride: int) -> list[tuple[int, int]]:
@@ -242,13 +245,3 @@ def squad_features(squad: SquadFile, vocabulary: Vocabulary, *, lower_case: bool
                        np.array(positions, np.int32).reshape(-1, 2), windows, contexts,
                        unreachable)
 
-
-def dataset(squad_features: SquadFeatures, *, batch_size: int,
-            shuffle_seed: int | None = None) -> tf.data.Dataset:
-  """(features, positions [batch, 2]) batches; reshuffled on each pass when `shuffle_seed` is
-  given (the same order for the same seed), in window order otherwise."""
-  data = tf.data.Dataset.from_tensor_slices((squad_features.features, squad_features.positions))
-  if shuffle_seed is not None:
-    data = data.shuffle(len(squad_features.windows), seed=shuffle_seed,
-                        reshuffle_each_iteration=True)
-  return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)

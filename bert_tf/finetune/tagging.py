@@ -152,16 +152,6 @@ def tagging_features(sentences: Sentences, tags: list[str], vocabulary: Vocabula
        "padding_mask": padding_mask}, labels, first_pieces, words_cut)
 
 
-def dataset(tagged: TaggingFeatures, *, batch_size: int,
-            shuffle_seed: int | None = None) -> tf.data.Dataset:
-  """(features, labels) batches; reshuffled on each pass when `shuffle_seed` is given (the same
-  order for the same seed), in file order otherwise."""
-  data = tf.data.Dataset.from_tensor_slices((tagged.features, tagged.labels))
-  if shuffle_seed is not None:
-    data = data.shuffle(len(tagged.labels), seed=shuffle_seed, reshuffle_each_iteration=True)
-  return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-
 def word_tags(predicted: np.ndarray, first_pieces: list[np.ndarray],
               tags: list[str]) -> list[list[str]]:
   """predicted: tag ids [sentences, seq_length] (the argmax of the logits) -> each word's tag,
