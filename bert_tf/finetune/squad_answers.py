@@ -74,21 +74,19 @@ def _top(logits: np.ndarray, allowed: np.ndarray, n: int) -> np.ndarray:
   return indices[np.argsort(-logits[indices], kind="stable")[:n]]
 
 
-def window_candidates(logits: np.ndarray, window: Window, is_max_context: np.ndarray,
-                      context: str, token_starts: np.ndarray, token_ends: np.ndarray, *,
-                      n_best: int, max_answer_length: int) -> list[Candidate]:
-  """logits: [2, seq_length] (start, end) of one window -> its candidate spans."""
+def window_spans(logits: np.ndarray, window: Window, is_max_context: np.ndarray, *,
+                 n_best: int, max_answer_length: int) -> np.ndarray:
+  """logits: [2, seq_length] (start, end) of one window -> its candidate spans, float64
+  [spans, 4]: first and last context token, start logit, end logit."""
   start_logits = logits[0, window.offset:window.offset + window.length]  # [window tokens]
   end_logits = logits[1, window.offset:window.offset + window.length]
-  candidates = []
-  for start in _top(start_logits, is_max_context, n_best):
-    for end in _top(end_logits, np.ones_like(is_max_context), n_best):
-      if start <= end < start + max_answer_length:
-        first = token_starts[window.start + start]
-        last = token_ends[window.start + end]
-        candidates.append(Candidate(context[first:last], int(first), int(last),
-                                    float(start_logits[start]), float(end_logits[end])))
-  return candidates
+  starts, ends = np.meshgrid(_top(start_logits, is_max_context, n_best),
+                             _top(end_logits, np.ones_like(is_max_context), n_best),
+                             indexing="ij")  # [n_best, n_best] each
+  valid = (starts <= ends) & (ends < starts + max_answer_length)
+  starts, ends = starts[valid], ends[valid]
+  return np.stack([window.start + starts, window.start + ends, start_logits[starts],
+                   end_logits[ends]], axis=1).astype(np.float64)
 
 
 def _probabilities(scores: list[float]) -> np.ndarray:
@@ -103,16 +101,24 @@ def question_answer(question_windows: list[tuple[Window, np.ndarray]], context: 
   """(answer, n-best list, null score minus best span score) of one question from its
   windows and their logits [2, seq_length]."""
   windows = [window for window, _ in question_windows]
-  candidates = []
-  for (window, logits), is_max in zip(question_windows, max_context(windows)):
-    candidates += window_candidates(logits, window, is_max, context, token_starts, token_ends,
-                                    n_best=n_best, max_answer_length=max_answer_length)
+  spans = np.concatenate([np.zeros((0, 4))] + [
+      window_spans(logits, window, is_max, n_best=n_best, max_answer_length=max_answer_length)
+      for (window, logits), is_max in zip(question_windows, max_context(windows))])
+  candidates, texts = [], set()  # the best spans, until n_best distinct texts
+  for first, last, start_logit, end_logit in spans[np.argsort(-(spans[:, 2] + spans[:, 3]),
+                                                                kind="stable")]:
+    start, end = int(token_starts[int(first)]), int(token_ends[int(last)])
+    candidates.append(Candidate(context[start:end], start, end, float(start_logit),
+                                float(end_logit)))
+    texts.add(candidates[-1].text)
+    if len(texts) == n_best:
+      break
   null = min((Candidate("", 0, 0, float(logits[0, 0]), float(logits[1, 0]))
               for _, logits in question_windows), key=lambda c: c.score)
   if allow_no_answer:
     candidates.append(null)
   nbest, seen = [], set()
-  for candidate in sorted(candidates, key=lambda c: -c.score):
+  for candidate in sorted(candidates, key=lambda c: -c.score):  # the null among the spans
     if candidate.text not in seen and len(nbest) < n_best:
       seen.add(candidate.text)
       nbest.append(candidate)
@@ -123,7 +129,7 @@ def question_answer(question_windows: list[tuple[Window, np.ndarray]], context: 
   answer = best_span.text if best_span and (
       not allow_no_answer or score_diff <= null_score_diff_threshold) else ""
   probabilities = _probabilities([c.score for c in nbest]) if nbest else []
-  return answer, [{**dataclasses.asdict(c), "probability": float(p)}
+  return answer, [{**vars(c), "probability": float(p)}
                   for c, p in zip(nbest, probabilities)], score_diff
 
 
