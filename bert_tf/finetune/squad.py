@@ -117,8 +117,8 @@ def read_squad(path: str, flag: str = "--train_file") -> SquadFile:
 
 def check_windows(*, seq_length: int, doc_stride: int, max_query_length: int) -> None:
   """Raises `UserError` unless every window has room for some context and the windows
-  overlap: a stride as long as the room would leave no token a window with context on both
-  sides."""
+  overlap: with a stride as long as the room they would not, and a token at a window's edge
+  would never be read with context on both sides."""
   room = seq_length - max_query_length - 3
   if min(doc_stride, max_query_length) <= 0:
     raise UserError("--doc_stride and --max_query_length must be positive")

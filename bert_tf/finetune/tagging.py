@@ -108,7 +108,7 @@ class TaggingFeatures:
   """Sentences as the encoder's input, with their labels and where each word is."""
 
   features: dict  # token_ids, segment_ids, padding_mask: int32 [sentences, seq_length]
-  labels: np.ndarray  # int32 [sentences, seq_length]: tag ids on first pieces, else IGNORED
+  labels: np.ndarray  # int32 [sentences, seq_length]: tag ids on first pieces, else IGNORED_LABEL
   first_pieces: list[np.ndarray]  # per sentence, each word's first piece's position, or -1
   words_cut: int  # words past the sequence's end, in all sentences
 
