@@ -60,3 +60,12 @@ def test_every_code_point_normalises_as_it_does_alone(vocabulary):
   assert all(0 <= s < e <= len(t) for t, row_s, row_e in zip(texts, starts.to_list(),
                                                               ends.to_list())
              for s, e in zip(row_s, row_e))
+
+
+def test_the_same_in_a_graph_as_a_serving_signature_runs_it(vocabulary):
+  tokenizer = vocabulary.tokenizer(True)
+  in_graph = tf.function(lambda text: tokenize_with_offsets(tokenizer, text), autograph=False,
+                         input_signature=[tf.TensorSpec([None], tf.string)])
+  eager = tokenize_with_offsets(tokenizer, tf.constant(TEXTS))
+  for got, expected in zip(in_graph(tf.constant(TEXTS)), eager):
+    assert got.to_list() == expected.to_list()
