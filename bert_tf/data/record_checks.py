@@ -4,6 +4,7 @@ disagree in length, labels other than 0/1, empty files, and a vocabulary that do
 the records (docs/records.md#checks)."""
 
 import logging
+import unicodedata
 
 import numpy as np
 import tensorflow as tf
@@ -20,8 +21,9 @@ SAMPLE_RECORDS = 1000  # records read from the first files for the detailed chec
 # records were not masked with this vocabulary's [MASK].
 MIN_MASK_SHARE = 0.5
 # With the vocabulary the records were made with, every word of several pieces is split again
-# into the same pieces (WordPiece is greedy); only a segment cut inside a word breaks that.
-MAX_RESPLIT_SHARE = 0.1
+# into the same pieces (WordPiece is greedy) and none starts with a punctuation mark (those are
+# words of their own); only a segment cut inside a word breaks that, far below this share.
+MAX_RESPLIT_SHARE = 0.01
 
 
 def compression_of(head: bytes) -> str:
@@ -146,8 +148,16 @@ def wordpieces(word: str, tokens: set) -> list[str] | None:
   return pieces
 
 
+def is_punctuation(piece: str) -> bool:
+  """A punctuation mark as original BERT's tokenizer splits them off: every ASCII symbol,
+  and Unicode's punctuation."""
+  return len(piece) == 1 and (piece.isascii() and not piece.isalnum() and not piece.isspace()
+                              or unicodedata.category(piece).startswith("P"))
+
+
 def _resplit_share(token_ids: np.ndarray, lengths: np.ndarray, vocabulary: Vocabulary) -> float:
-  """The share of sampled words of two pieces or more that the vocabulary splits otherwise."""
+  """The share of sampled words of two pieces or more that the vocabulary splits otherwise
+  (or would not have made: a punctuation mark followed by `##` pieces)."""
   tokens, known = vocabulary.tokens, set(vocabulary.tokens)
   words = resplit = 0
   for row, length in zip(token_ids, lengths):
@@ -158,7 +168,7 @@ def _resplit_share(token_ids: np.ndarray, lengths: np.ndarray, vocabulary: Vocab
         continue
       words += 1
       word = pieces[start] + "".join(p[2:] for p in pieces[start + 1:end])
-      resplit += wordpieces(word, known) != pieces[start:end]
+      resplit += is_punctuation(pieces[start]) or wordpieces(word, known) != pieces[start:end]
   return resplit / words if words else 0.0
 
 
