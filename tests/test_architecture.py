@@ -15,7 +15,7 @@ INTERNALS = "bert_tf.model.keras_internals"
 
 # Modules by their name's start, most specific first; the commands are the top layer.
 LAYERS = (
-    ("bert_tf.vocab", 4), ("bert_tf.audit", 4), ("bert_tf.flags_doc", 4),
+    ("bert_tf.vocab", 4), ("bert_tf.audit", 4), ("bert_tf.prepare", 4), ("bert_tf.flags_doc", 4),
     ("bert_tf.training", 3), ("bert_tf.finetune", 3),
     ("bert_tf.export", 2),
     ("bert_tf.model", 1), ("bert_tf.interop", 1),
