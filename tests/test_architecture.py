@@ -16,7 +16,7 @@ INTERNALS = "bert_tf.model.keras_internals"
 
 # Modules by their name's start, most specific first; the commands are the top layer.
 LAYERS = (
-    ("bert_tf.vocab", 6), ("bert_tf.audit", 6), ("bert_tf.flags_doc", 6),
+    ("bert_tf.vocab", 6), ("bert_tf.audit", 6), ("bert_tf.prepare", 6), ("bert_tf.flags_doc", 6),
     ("bert_tf.training", 5),
     ("bert_tf.finetune", 4),
     ("bert_tf.runtime", 3),

@@ -1,0 +1,126 @@
+"""Writes the text pipeline's examples as original BERT's pre-training records:
+`python -m bert_tf.prepare --input_files=... --vocab_file=... --output=DIR`.
+
+Takes `train.py`'s corpus, pipeline and seed flags, so the records hold exactly the examples
+a one-pipeline training run of those settings reads in its first `--dupe_factor` epochs
+(each epoch paired and masked afresh), in original BERT's format (`bert_tf.data.records`):
+readable by google-research/bert's `run_pretraining.py` and by `records_dataset`. Examples
+stream from the pipeline (parallel over the cores) to the files, dealt in turn, so memory does
+not grow with the corpus. The directory appears complete or not at all.
+"""
+
+import dataclasses
+import logging
+import os
+import sys
+import time
+
+from bert_tf import console
+
+if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
+  console.start(sys.argv)
+from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.settings import setting  # noqa: E402
+from bert_tf.training.train_settings import TrainConfig  # noqa: E402
+
+log = logging.getLogger("bert_tf")
+
+BATCH = 256  # examples taken from the pipeline at a time
+DESCRIPTION = "prepare.json"  # beside the records: what they hold and how they were made
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareConfig(TrainConfig):
+  """Where the records go and how many epochs of the corpus they hold."""
+
+  output: str = setting("", "Directory the record files are written to (replaced whole).")
+  dupe_factor: int = setting(10, "Epochs of the corpus written, each paired and masked afresh "
+                             "(original BERT's --dupe_factor).")
+  num_output_files: int = setting(16, "Record files written, the examples dealt in turn.")
+  output_compression: str = setting("", "Compress the record files: GZIP or ZLIB.",
+                                    choices=("", "GZIP", "ZLIB"))
+
+  def check(self) -> None:
+    super().check()
+    if not self.output:
+      raise UserError("--output is required: the directory to write the records to")
+    if min(self.dupe_factor, self.num_output_files) <= 0:
+      raise UserError("dupe_factor and num_output_files must be positive")
+
+
+def record_file_names(directory: str, count: int) -> list[str]:
+  return [os.path.join(directory, f"part-{i:05d}-of-{count:05d}.tfrecord") for i in range(count)]
+
+
+def write_records(config: PrepareConfig, vocabulary, report=None) -> dict:
+  """Writes the records into `config.output`; returns what `prepare.json` says of them.
+  `report(records_written)` is called after each batch."""
+  import tensorflow as tf
+
+  from bert_tf import files
+  from bert_tf.data import records, stream_position
+  from bert_tf.data.data_settings import pipeline_options
+  from bert_tf.data.holdout import Holdout
+  from bert_tf.data.pipeline import pretraining_dataset
+
+  holdout = Holdout(config.eval_fraction, held_out=False) if config.eval_fraction else None
+  examples = pretraining_dataset(
+      config.input_files, vocabulary, batch_size=BATCH, seed=config.seed,
+      data_dir=config.data_dir, with_positions=True, holdout=holdout,
+      **pipeline_options(config))
+  end = stream_position.encode(config.dupe_factor, 0, 0)  # the first key after the last epoch
+  directory = files.temporary_directory(config.output)
+  tf.io.gfile.makedirs(directory)
+  options = tf.io.TFRecordOptions(compression_type=config.output_compression)
+  writers = [tf.io.TFRecordWriter(path, options)
+             for path in record_file_names(directory, config.num_output_files)]
+  written = 0
+  for features, labels, weights in examples.as_numpy_iterator():
+    keys = features.pop(stream_position.FEATURE)
+    rows = keys < end
+    batch = [{name: values[rows] for name, values in part.items()}
+             for part in (features, labels, weights)]
+    for record in records.serialize(*batch):
+      writers[written % len(writers)].write(record)
+      written += 1
+    if report:
+      report(written)
+    if not rows.all():
+      break
+  for writer in writers:
+    writer.close()
+  description = {
+      "records": written, "seq_length": config.seq_length,
+      "max_predictions_per_seq": config.max_predictions_per_seq,
+      "dupe_factor": config.dupe_factor, "seed": config.seed,
+      "input_files": config.input_files, "vocab_file": config.vocab_file,
+      "do_lower_case": config.do_lower_case, "compression": config.output_compression,
+      "next_sentence_labels": "original BERT's: 0 IsNext, 1 NotNext",
+  }
+  files.write_json(os.path.join(directory, DESCRIPTION), description)
+  files.replace_directory(directory, config.output)
+  return description
+
+
+def prepare_records(config: PrepareConfig) -> dict:
+  """Checks the settings and the corpus as `train.py` does (building the vocabulary when it
+  does not exist), then writes the records with progress by records."""
+  from bert_tf.training.preparation import prepare
+
+  vocabulary, _ = prepare(config)
+  start = time.monotonic()
+
+  def report(written):
+    if console.is_terminal():
+      rate = written / max(time.monotonic() - start, 1e-9)
+      console.status(f"{written:,} records written ({rate:,.0f}/s)")
+
+  description = write_records(config, vocabulary, report)
+  console.status("")
+  log.info("%s records in %d files written to %s in %.0f s", f"{description['records']:,}",
+           config.num_output_files, config.output, time.monotonic() - start)
+  return description
+
+
+if __name__ == "__main__":
+  console.run_command(PrepareConfig, prepare_records)
