@@ -72,14 +72,15 @@ def _num_to_predict(lengths, max_predictions, masked_lm_prob):
 def _take_words_that_fit(length_in_order, num_to_predict):
   """Original BERT's greedy choice: walk the words in order, take each one whose pieces still
   fit in `num_to_predict`, skip the others. bool [batch, words]."""
-  def step(taken_so_far, length):
+  def step(state, length):
+    taken_so_far, _ = state  # pieces taken so far, and whether the previous word was taken
     # [batch] each; the static shape kept from one step to the next, as `tf.scan` requires.
     length = tf.ensure_shape(length, taken_so_far.shape)
     take = (length > 0) & (taken_so_far + length <= num_to_predict)
     return taken_so_far + tf.where(take, length, 0), take
 
   _, taken = tf.scan(
-      lambda state, length: step(state[0], length),
+      step,
       tf.transpose(length_in_order),
       initializer=(tf.zeros_like(num_to_predict), tf.zeros_like(num_to_predict, tf.bool)))
   return tf.transpose(taken)

@@ -55,7 +55,7 @@ class _Window(NamedTuple):
 
   @property
   def num_documents(self):
-    return tf.shape(self.document, out_type=tf.int64)[0]
+    return tf.size(self.document, out_type=tf.int64)
 
 
 class _Draws(NamedTuple):
@@ -258,7 +258,7 @@ def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_lengt
   window = _Window(
       token_splits=sentence_tokens.values.row_splits, document_start=sentence_splits[:-1],
       document_end=sentence_splits[1:],
-      document=tf.range(tf.shape(sentence_splits, out_type=tf.int64)[0] - 1))
+      document=tf.range(tf.size(sentence_splits, out_type=tf.int64) - 1))
   max_num_tokens = seq_length - (3 if nsp else 2)
 
   loop_seed, trim_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
