@@ -342,3 +342,24 @@ def test_in_a_tf_function():
   eager = _mask(token_ids, lengths, seed=(1, 2))
   assert np.array_equal(graph.token_ids.numpy(), eager["token_ids"])
   assert np.array_equal(graph.masked_positions.numpy(), eager["masked_positions"])
+
+
+def test_whole_words_in_a_tf_function_of_static_shape():
+  """A caller with token ids of a known batch size (a remasking step, say) traces whole-word
+  masking with static shapes, a batch of one the corner case; the result equals the eager
+  one."""
+  rng = np.random.default_rng(13)
+  token_ids, lengths = _rows(rng, [30], 32, piece_rate=0.4)
+
+  @tf.function
+  def mask(token_ids, lengths):
+    return masking.mask_tokens(
+        token_ids, lengths, tf.constant([1, 2], tf.int64),
+        special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
+        replacement_ids=tf.constant(REPLACEMENTS, tf.int32), continuation=_continuation(),
+        max_predictions=8, masked_lm_prob=0.15, whole_word_masking=True)
+
+  graph = mask(tf.constant(token_ids), tf.constant(lengths))
+  eager = _mask(token_ids, lengths, seed=(1, 2), whole_word_masking=True)
+  for name in eager:
+    assert np.array_equal(getattr(graph, name).numpy(), eager[name]), name

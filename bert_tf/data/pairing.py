@@ -9,6 +9,8 @@ the graph over a window of documents. Two deliberate improvements over the origi
   that it can be IsNext.
 """
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
 IS_NEXT, NOT_NEXT = 1, 0
@@ -43,104 +45,197 @@ class Pairs(tf.experimental.ExtensionType):
   is_short: tf.Tensor  # [instances] bool, a short target length was drawn
 
 
+class _Window(NamedTuple):
+  """A window's sentences as offsets: what the instance loop reads."""
+
+  token_splits: tf.Tensor  # [sentences + 1] int64, where each sentence's tokens start
+  document_start: tf.Tensor  # [documents] int64, each document's first sentence
+  document_end: tf.Tensor  # [documents] int64, one past its last sentence
+  document: tf.Tensor  # [documents] int64, 0, 1, 2, ...
+
+  @property
+  def num_documents(self):
+    return tf.size(self.document, out_type=tf.int64)
+
+
+class _Draws(NamedTuple):
+  """The uniform [0, 1) draws of one step of the instance loop, each [documents] float32."""
+
+  is_short: tf.Tensor  # below short_seq_prob: a short target length
+  short_target: tf.Tensor  # that length, uniform in [2, max_num_tokens]
+  a_size: tf.Tensor  # how many of the chunk's sentences go to A
+  is_next: tf.Tensor  # below 1/2: IsNext, when the choice is free
+  other_document: tf.Tensor  # NotNext: the other document B comes from
+  other_sentence: tf.Tensor  # NotNext: its sentence B starts at
+
+
+class _Chunk(NamedTuple):
+  """One step's chunk of each document: whole sentences, A their first `a_end - start`."""
+
+  start: tf.Tensor  # [documents] int64 sentence index, kept inside the document
+  end: tf.Tensor  # one past the chunk's last sentence
+  a_end: tf.Tensor  # one past A's last sentence
+  target: tf.Tensor  # [documents] int64, the target length in tokens
+  is_short: tf.Tensor  # [documents] bool, the target is a short one
+
+
+class _Instance(NamedTuple):
+  """What one step makes for each document: token offsets into the window's flat token list,
+  and how the pair was made. Also the loop's output, one TensorArray a field."""
+
+  a_start: tf.Tensor  # int64
+  a_end: tf.Tensor
+  b_start: tf.Tensor  # == b_end when there is no segment B (MLM-only)
+  b_end: tf.Tensor
+  is_next: tf.Tensor  # bool
+  document_a: tf.Tensor  # int64, window-local
+  document_b: tf.Tensor
+  is_short: tf.Tensor  # bool
+  valid: tf.Tensor  # bool, False for a document done already or a pair without B
+
+
 def _first_reaching(token_splits, offsets):
   """For each token offset, the first sentence boundary at or after it."""
   return tf.searchsorted(token_splits, offsets, side="left", out_type=tf.int64)
 
 
-def _instance_loop(sentence_splits, token_splits, seed, *, max_num_tokens, short_seq_prob,
-                   nsp):
-  """The sequential part: chunks, split points, IsNext decisions. Returns [instances, 9].
+def _draws(seed, step, num_documents) -> _Draws:
+  """The step's draws, all from one stateless op keyed on (seed, step)."""
+  uniform = tf.random.stateless_uniform(
+      [len(_Draws._fields), num_documents],
+      tf.random.experimental.stateless_fold_in(seed, step))
+  return _Draws(*tf.unstack(uniform))
 
-  Each iteration makes the next instance of every document of the window at once, so the loop
+
+def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_prob,
+           nsp) -> _Chunk:
+  """Whole sentences from `start` until the chunk reaches its target length or the document
+  ends, and where A ends in it."""
+  is_short = draws.is_short < short_seq_prob
+  short_target = 2 + tf.cast(draws.short_target * tf.cast(max_num_tokens - 1, tf.float32),
+                             tf.int64)
+  target = tf.where(is_short, tf.minimum(short_target, max_num_tokens), max_num_tokens)
+
+  start = tf.minimum(start, window.document_end - 1)
+  token_splits, document_end = window.token_splits, window.document_end
+  end = _first_reaching(token_splits, tf.gather(token_splits, start) + target)
+  end = tf.clip_by_value(end, start + 1, document_end)
+  if not nsp:
+    return _Chunk(start=start, end=end, a_end=end, target=target, is_short=is_short)
+  # A one-sentence chunk that is not at its document's end takes the next sentence too.
+  end = tf.where((end - start == 1) & (end < document_end), end + 1, end)
+  size = end - start
+  a_size = 1 + tf.minimum(
+      tf.cast(draws.a_size * tf.cast(tf.maximum(size - 1, 1), tf.float32), tf.int64),
+      tf.maximum(size - 2, 0))
+  a_size = tf.where(size > 1, a_size, 1)
+  return _Chunk(start=start, end=end, a_end=start + a_size, target=target, is_short=is_short)
+
+
+def _choose_is_next(chunk: _Chunk, active, owed, draw, can_be_not_next):
+  """IsNext with chance 1/2, except that a forced NotNext (one-sentence chunk at a document's
+  end) makes the next free choice IsNext. Returns (is_next [documents] bool, what is still
+  owed). (Measured: this keeps the share at 1/2 on real corpora; a NotNext also puts
+  sentences back, which makes more instances.)"""
+  can_be_next = chunk.end - chunk.start > 1
+  forced = active & ~can_be_next & can_be_not_next
+  free = active & can_be_next & can_be_not_next
+  owed += tf.reduce_sum(tf.cast(forced, tf.int64))  # other documents can pay at once
+  paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
+  is_next = tf.where(can_be_not_next, can_be_next & (paid | (draw < 0.5)), True)
+  return is_next, owed - tf.reduce_sum(tf.cast(paid, tf.int64))
+
+
+def _not_next_b(window: _Window, chunk: _Chunk, draws: _Draws):
+  """NotNext's segment B: sentences of a random other document, from a random sentence on,
+  filling what A left of the target. Returns (document, first sentence, one past the last)."""
+  num_documents = window.num_documents
+  other = tf.cast(draws.other_document * tf.cast(tf.maximum(num_documents - 1, 1), tf.float32),
+                  tf.int64)
+  other = tf.minimum(other, tf.maximum(num_documents - 2, 0))
+  other = tf.minimum(tf.where(other >= window.document, other + 1, other), num_documents - 1)
+  other_start = tf.gather(window.document_start, other)
+  other_end = tf.gather(window.document_end, other)
+  first = other_start + tf.minimum(
+      tf.cast(draws.other_sentence * tf.cast(other_end - other_start, tf.float32), tf.int64),
+      other_end - other_start - 1)
+  token_splits = window.token_splits
+  b_target = chunk.target - (tf.gather(token_splits, chunk.a_end)
+                             - tf.gather(token_splits, chunk.start))
+  last = _first_reaching(token_splits, tf.gather(token_splits, first) + b_target)
+  return other, first, tf.clip_by_value(last, first + 1, other_end)
+
+
+def _step(window: _Window, start, owed, draws: _Draws, *, nsp, **chunk_options):
+  """The next instance of every document. Returns (instance, next start, what is owed)."""
+  active = start < window.document_end
+  chunk = _chunk(window, start, draws, nsp=nsp, **chunk_options)
+  # Without NSP the label is drawn all the same, and B is empty whatever it says.
+  is_next, owed = _choose_is_next(chunk, active, owed, draws.is_next,
+                                  can_be_not_next=window.num_documents > 1)
+  if nsp:
+    other, other_first, other_last = _not_next_b(window, chunk, draws)
+    b_first = tf.where(is_next, chunk.a_end, other_first)
+    b_last = tf.where(is_next, chunk.end, other_last)
+    document_b = tf.where(is_next, window.document, other)
+    # An instance without any segment B (one-sentence document alone in its window) is
+    # dropped rather than emitted without a pair.
+    valid = active & (b_last > b_first)
+    # NotNext puts the chunk's unused sentences back for the next instance.
+    next_start = tf.where(is_next, chunk.end, chunk.a_end)
+  else:
+    b_first = b_last = chunk.a_end
+    document_b, valid, next_start = window.document, active, chunk.end
+  offsets = [tf.gather(window.token_splits, sentence)
+             for sentence in (chunk.start, chunk.a_end, b_first, b_last)]
+  instance = _Instance(*offsets, is_next=is_next, document_a=window.document,
+                       document_b=document_b, is_short=chunk.is_short, valid=valid)
+  return instance, tf.where(active, next_start, start), owed
+
+
+def _instance_loop(window: _Window, seed, **step_options) -> _Instance:
+  """The sequential part: chunks, split points, IsNext decisions. Fields [instances].
+
+  Each step makes the next instance of every document of the window at once, so the loop
   runs as many times as the longest document has instances, not once per instance.
   """
-  num_documents = tf.shape(sentence_splits, out_type=tf.int64)[0] - 1
-  document = tf.range(num_documents)
-  document_start, document_end = sentence_splits[:-1], sentence_splits[1:]
-  can_be_not_next = num_documents > 1
+  def body(step, start, owed, written):
+    draws = _draws(seed, step, window.num_documents)
+    instance, start, owed = _step(window, start, owed, draws, **step_options)
+    written = _Instance(*(array.write(tf.cast(step, tf.int32), value)
+                          for array, value in zip(written, instance)))
+    return step + 1, start, owed, written
 
-  def body(step, start, owed, rows):
-    u = tf.random.stateless_uniform([6, num_documents],
-                                    tf.random.experimental.stateless_fold_in(seed, step))
-    active = start < document_end
-
-    is_short = u[0] < short_seq_prob
-    short_target = 2 + tf.cast(u[1] * tf.cast(max_num_tokens - 1, tf.float32), tf.int64)
-    target = tf.where(is_short, tf.minimum(short_target, max_num_tokens), max_num_tokens)
-
-    # Whole sentences until the chunk reaches the target or the document ends.
-    start_in_bounds = tf.minimum(start, document_end - 1)
-    end = _first_reaching(token_splits, tf.gather(token_splits, start_in_bounds) + target)
-    end = tf.clip_by_value(end, start_in_bounds + 1, document_end)
-    if nsp:
-      end = tf.where((end - start_in_bounds == 1) & (end < document_end), end + 1, end)
-    size = end - start_in_bounds
-
-    if nsp:
-      a_size = 1 + tf.minimum(
-          tf.cast(u[2] * tf.cast(tf.maximum(size - 1, 1), tf.float32), tf.int64),
-          tf.maximum(size - 2, 0))
-      a_size = tf.where(size > 1, a_size, 1)
-    else:
-      a_size = size
-    a_end = start_in_bounds + a_size
-
-    # IsNext with chance 1/2, except that a forced NotNext (one-sentence chunk at a
-    # document's end) makes the next free choice IsNext. (Measured: this keeps the share at
-    # 1/2 on real corpora; a NotNext also puts sentences back, which makes more instances.)
-    can_be_next = size > 1
-    forced = active & ~can_be_next & can_be_not_next
-    free = active & can_be_next & can_be_not_next
-    owed += tf.reduce_sum(tf.cast(forced, tf.int64))  # other documents can pay at once
-    paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
-    is_next = tf.where(can_be_not_next, can_be_next & (paid | (u[3] < 0.5)), True)
-    owed -= tf.reduce_sum(tf.cast(paid, tf.int64))
-
-    # NotNext: sentences from a random other document, from a random sentence on, filling
-    # what A left of the target.
-    other = tf.cast(u[4] * tf.cast(tf.maximum(num_documents - 1, 1), tf.float32), tf.int64)
-    other = tf.minimum(other, tf.maximum(num_documents - 2, 0))
-    other = tf.minimum(tf.where(other >= document, other + 1, other), num_documents - 1)
-    other_start, other_end = tf.gather(document_start, other), tf.gather(document_end, other)
-    other_first = other_start + tf.minimum(
-        tf.cast(u[5] * tf.cast(other_end - other_start, tf.float32), tf.int64),
-        other_end - other_start - 1)
-    b_target = target - (tf.gather(token_splits, a_end)
-                         - tf.gather(token_splits, start_in_bounds))
-    other_last = _first_reaching(token_splits, tf.gather(token_splits, other_first) + b_target)
-    other_last = tf.clip_by_value(other_last, other_first + 1, other_end)
-
-    if nsp:
-      b_first = tf.where(is_next, a_end, other_first)
-      b_last = tf.where(is_next, end, other_last)
-      document_b = tf.where(is_next, document, other)
-      # An instance without any segment B (one-sentence document alone in its window) is
-      # dropped rather than emitted without a pair.
-      valid = active & (b_last > b_first)
-      # NotNext puts the chunk's unused sentences back for the next instance.
-      next_start = tf.where(is_next, end, a_end)
-    else:
-      b_first = b_last = a_end
-      document_b = document
-      valid = active
-      next_start = end
-
-    row = tf.stack([
-        tf.gather(token_splits, start_in_bounds), tf.gather(token_splits, a_end),
-        tf.gather(token_splits, b_first), tf.gather(token_splits, b_last),
-        tf.cast(is_next, tf.int64), document, document_b, tf.cast(is_short, tf.int64),
-        tf.cast(valid, tf.int64)], axis=1)  # [documents, 9]
-    start = tf.where(active, next_start, start)
-    return step + 1, start, owed, rows.write(tf.cast(step, tf.int32), row)
-
-  rows = tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[None, 9],
-                        infer_shape=False)
-  _, _, _, rows = tf.while_loop(
-      lambda step, start, owed, rows: tf.reduce_any(start < document_end),
+  empty = _Instance(*(tf.TensorArray(tf.bool if name in ("is_next", "is_short", "valid")
+                                     else tf.int64, size=0, dynamic_size=True,
+                                     element_shape=[None], infer_shape=False)
+                      for name in _Instance._fields))
+  _, _, _, written = tf.while_loop(
+      lambda step, start, owed, written: tf.reduce_any(start < window.document_end),
       body,
-      (tf.constant(0, tf.int64), document_start, tf.constant(0, tf.int64), rows))
-  return tf.cond(rows.size() > 0, rows.concat, lambda: tf.zeros([0, 9], tf.int64))
+      (tf.constant(0, tf.int64), window.document_start, tf.constant(0, tf.int64), empty))
+  return tf.cond(
+      written.valid.size() > 0,
+      lambda: _Instance(*(array.concat() for array in written)),
+      lambda: _Instance(*(tf.zeros([0], array.dtype) for array in written)))
+
+
+def _trimmed(instances: _Instance, max_num_tokens: int, seed) -> Pairs:
+  """The pairs after `truncate_seq_pair`: each removed token comes from the front or the back
+  with equal chance."""
+  a_start, b_start = instances.a_start, instances.b_start
+  a_length, b_length = instances.a_end - a_start, instances.b_end - b_start
+  fit_a, fit_b = trimmed_lengths(a_length, b_length, max_num_tokens)
+  excess = tf.cast(tf.stack([a_length - fit_a, b_length - fit_b], axis=1), tf.float32)
+  from_front = tf.cast(tf.random.stateless_binomial(
+      tf.shape(excess), seed, counts=excess, probs=0.5, output_dtype=tf.float32), tf.int64)
+  a_from_front, b_from_front = tf.unstack(from_front, axis=1)
+  a_start += a_from_front
+  b_start += b_from_front
+  return Pairs(
+      a_start=a_start, a_end=a_start + fit_a, b_start=b_start, b_end=b_start + fit_b,
+      is_next=tf.cast(instances.is_next, tf.int32), document_a=instances.document_a,
+      document_b=instances.document_b, is_short=instances.is_short)
 
 
 def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_length: int,
@@ -160,28 +255,17 @@ def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_lengt
       sentence_tokens, sentence_tokens.row_lengths(axis=2) > 0)
   sentence_tokens = tf.ragged.boolean_mask(sentence_tokens, sentence_tokens.row_lengths() > 0)
   sentence_splits = sentence_tokens.row_splits  # [documents + 1]
-  token_splits = sentence_tokens.values.row_splits  # [sentences + 1]
+  window = _Window(
+      token_splits=sentence_tokens.values.row_splits, document_start=sentence_splits[:-1],
+      document_end=sentence_splits[1:],
+      document=tf.range(tf.size(sentence_splits, out_type=tf.int64) - 1))
   max_num_tokens = seq_length - (3 if nsp else 2)
 
   loop_seed, trim_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-  rows = _instance_loop(sentence_splits, token_splits, loop_seed,
-                        max_num_tokens=tf.constant(max_num_tokens, tf.int64),
-                        short_seq_prob=short_seq_prob, nsp=nsp)
-  rows = tf.boolean_mask(rows, rows[:, 8] > 0)
-  a_start, a_end, b_start, b_end = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
-
-  # truncate_seq_pair: each removed token comes from the front or the back with equal chance.
-  fit_a, fit_b = trimmed_lengths(a_end - a_start, b_end - b_start, max_num_tokens)
-  excess = tf.cast(tf.stack([a_end - a_start - fit_a, b_end - b_start - fit_b], axis=1),
-                   tf.float32)
-  from_front = tf.cast(tf.random.stateless_binomial(
-      tf.shape(excess), trim_seed, counts=excess, probs=0.5, output_dtype=tf.float32), tf.int64)
-  a_start += from_front[:, 0]
-  b_start += from_front[:, 1]
-  return Pairs(
-      a_start=a_start, a_end=a_start + fit_a, b_start=b_start, b_end=b_start + fit_b,
-      is_next=tf.cast(rows[:, 4], tf.int32), document_a=rows[:, 5], document_b=rows[:, 6],
-      is_short=rows[:, 7] > 0)
+  instances = _instance_loop(window, loop_seed, nsp=nsp, short_seq_prob=short_seq_prob,
+                             max_num_tokens=tf.constant(max_num_tokens, tf.int64))
+  instances = _Instance(*(tf.boolean_mask(field, instances.valid) for field in instances))
+  return _trimmed(instances, max_num_tokens, trim_seed)
 
 
 def gather_segments(flat_tokens: tf.Tensor, pairs: Pairs):

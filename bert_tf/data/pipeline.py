@@ -13,6 +13,8 @@ before it. That makes the stream seekable: `start_position` (`stream_position.py
 at any example by recomputing at most one piece.
 """
 
+import functools
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -29,43 +31,29 @@ class ExampleBuilder:
     self.config = config
     self.vocabulary = vocabulary
     self.tokenizer = vocabulary.tokenizer(config.do_lower_case)
-    self.special_ids = tf.constant(
-        [vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32)
-    self.replacement_ids = tf.constant(vocabulary.replacement_ids(), tf.int32)
-    self.continuation = tf.constant(vocabulary.continuation_flags(), tf.bool)
+    self.mask_tokens = functools.partial(
+        masking.mask_tokens,
+        special_ids=tf.constant(
+            [vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32),
+        mask_id=vocabulary.mask_id,
+        replacement_ids=tf.constant(vocabulary.replacement_ids(), tf.int32),
+        continuation=tf.constant(vocabulary.continuation_flags(), tf.bool),
+        max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
+        mask_token_rate=config.mask_token_rate, random_token_rate=config.random_token_rate,
+        whole_word_masking=config.whole_word_masking)
 
   def __call__(self, documents: tf.RaggedTensor, seed: tf.Tensor):
     """documents: string [documents, (sentences)]. Returns (features, labels, weights, facts),
     each with a leading instance dimension; `facts` tells how each pair was made (for audits)."""
-    config = self.config
     pair_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-    tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
-    sentence_tokens = tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
-    pairs = pairing.create_pairs(
-        sentence_tokens, pair_seed, seq_length=config.seq_length,
-        short_seq_prob=config.short_seq_prob, nsp=config.nsp)
-    # create_pairs drops empty sentences; the flat token list is unchanged by that.
-    segment_a, segment_b = pairing.gather_segments(tokens.flat_values, pairs)
-    segments = [segment_a, segment_b] if config.nsp else [segment_a]
-    token_ids, segment_ids = tf_text.combine_segments(
-        segments, self.vocabulary.cls_id, self.vocabulary.sep_id)
-    lengths = tf.cast(token_ids.row_lengths(), tf.int32)
-    shape = [None, config.seq_length]
-    token_ids = token_ids.to_tensor(shape=shape)  # [instances, seq]
-    segment_ids = tf.cast(segment_ids.to_tensor(shape=shape), tf.int32)
-    padding_mask = tf.cast(tf.range(config.seq_length)[None, :] < lengths[:, None], tf.int32)
-    masked = masking.mask_tokens(
-        token_ids, lengths, mask_seed,
-        special_ids=self.special_ids, mask_id=self.vocabulary.mask_id,
-        replacement_ids=self.replacement_ids, continuation=self.continuation,
-        max_predictions=config.max_predictions_per_seq,
-        masked_lm_prob=config.masked_lm_prob, mask_token_rate=config.mask_token_rate,
-        random_token_rate=config.random_token_rate,
-        whole_word_masking=config.whole_word_masking)
+    pairs, segments = self._pairs(documents, pair_seed)
+    token_ids, segment_ids, lengths = self._sequences(segments)  # [instances, seq], [instances]
+    masked = self.mask_tokens(token_ids, lengths, mask_seed)
+    padding_mask = tf.range(self.config.seq_length)[None, :] < lengths[:, None]
     features = {
         "token_ids": masked.token_ids,
         "segment_ids": segment_ids,
-        "padding_mask": padding_mask,
+        "padding_mask": tf.cast(padding_mask, tf.int32),
         "masked_positions": masked.masked_positions,
     }
     labels = {"mlm": masked.masked_ids, "nsp": pairs.is_next}
@@ -74,6 +62,28 @@ class ExampleBuilder:
     pair_facts = {"is_next": pairs.is_next, "document_a": pairs.document_a,
                   "document_b": pairs.document_b, "is_short": pairs.is_short}
     return features, labels, weights, pair_facts
+
+  def _pairs(self, documents: tf.RaggedTensor, seed: tf.Tensor):
+    """The window's pairs, and their segments' token ids: A, and B with NSP, each int32
+    [instances, (tokens)]."""
+    tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
+    sentence_tokens = tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
+    pairs = pairing.create_pairs(
+        sentence_tokens, seed, seq_length=self.config.seq_length,
+        short_seq_prob=self.config.short_seq_prob, nsp=self.config.nsp)
+    # create_pairs drops empty sentences; the flat token list is unchanged by that.
+    segment_a, segment_b = pairing.gather_segments(tokens.flat_values, pairs)
+    return pairs, [segment_a, segment_b] if self.config.nsp else [segment_a]
+
+  def _sequences(self, segments: list[tf.RaggedTensor]):
+    """`[CLS] A [SEP] (B [SEP])` padded to seq_length: int32 token ids and segment ids
+    [instances, seq], and the real tokens of each, int32 [instances]."""
+    token_ids, segment_ids = tf_text.combine_segments(
+        segments, self.vocabulary.cls_id, self.vocabulary.sep_id)
+    lengths = tf.cast(token_ids.row_lengths(), tf.int32)
+    shape = [None, self.config.seq_length]
+    return (token_ids.to_tensor(shape=shape), tf.cast(segment_ids.to_tensor(shape=shape), tf.int32),
+            lengths)
 
 
 def _shuffled_blocks(blocks: tf.data.Dataset, seed: tf.Tensor) -> tf.data.Dataset:
@@ -121,6 +131,85 @@ class _Pieces:
         path, start, end, size, input_format))
 
 
+class _Stream:
+  """One input pipeline's stream from its start position on: epochs of pieces, each piece's
+  examples with all their randomness keyed on (seed, epoch, piece), so that they are the same
+  whatever came before in the stream."""
+
+  def __init__(self, config: PipelineConfig, build_examples: ExampleBuilder, pieces: _Pieces,
+               *, seed: int, start_position: int, holdout, with_positions: bool,
+               with_pairs: bool):
+    self.config, self.build_examples, self.pieces = config, build_examples, pieces
+    self.seed, self.holdout = seed, holdout
+    self.with_positions, self.with_pairs = with_positions, with_pairs
+    self.first_epoch, self.first_rank, self.first_example = stream_position.decode(
+        start_position)
+
+  def epoch_pieces(self, epoch: tf.Tensor) -> tf.data.Dataset:
+    """(epoch, rank, piece) of one epoch's pieces from the start position on, in an order
+    drawn from (seed, epoch)."""
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(self.pieces.count, dtype=tf.int64),
+        tf.stack([tf.cast(self.seed, tf.int64), epoch]))
+    first = tf.where(epoch == self.first_epoch, tf.constant(self.first_rank, tf.int64), 0)
+    return tf.data.Dataset.range(first, self.pieces.count).map(
+        lambda rank: (epoch, rank, order[rank]))
+
+  def piece_examples(self, epoch: tf.Tensor, rank: tf.Tensor,
+                     local: tf.Tensor) -> tf.data.Dataset:
+    """The examples of the piece at `rank` in `epoch` (this pipeline's piece `local`), from
+    the start position on."""
+    piece_seed = tf.random.experimental.stateless_fold_in(
+        tf.stack([tf.cast(self.seed, tf.int64), epoch]), self.pieces.ids[local])
+    document_seed, example_seed, window_seed = tf.unstack(
+        tf.random.experimental.stateless_split(piece_seed, 3))
+    windows = self._windows(local, document_seed)
+    examples = windows.map(self._window_examples(epoch, rank, window_seed),
+                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+    # Examples of one window come from the same few documents: shuffling spreads them out.
+    examples = _shuffled_blocks(examples.batch(self.config.example_shuffle_buffer),
+                                example_seed)
+    if self.with_positions:
+      # Keys in the order examples leave the piece; a piece cannot make more examples than
+      # a key counts (stream_position.py), and the bounded range makes sure of it.
+      first_key = stream_position.encode(epoch, rank, tf.constant(0, tf.int64))
+      examples = tf.data.Dataset.zip(tf.data.Dataset.range(
+          first_key, first_key + stream_position.MAX_EXAMPLES), examples)
+    is_first_piece = (epoch == self.first_epoch) & (rank == self.first_rank)
+    return examples.skip(tf.where(is_first_piece, tf.constant(self.first_example, tf.int64), 0))
+
+  def _windows(self, local: tf.Tensor, document_seed: tf.Tensor) -> tf.data.Dataset:
+    """(index, window) of a piece: windows of `documents_per_window` documents, string
+    [documents, (sentences)]."""
+    documents = self.pieces.documents(local, self.config.input_format)
+    if self.holdout:
+      documents = self.holdout(documents)
+    documents = documents.ragged_batch(self.config.document_shuffle_buffer)
+    # Shuffling documents mixes the files of a piece, so that a window pairs documents of
+    # several of them.
+    documents = _shuffled_blocks(documents, document_seed)
+    return documents.ragged_batch(self.config.documents_per_window).enumerate()
+
+  def _window_examples(self, epoch: tf.Tensor, rank: tf.Tensor, window_seed: tf.Tensor):
+    """The function from (index, window) to the window's examples, a batch of them."""
+    def window_examples(index, window):
+      features, labels, weights, pair_facts = self.build_examples(
+          window, tf.random.experimental.stateless_fold_in(window_seed, index))
+      if not self.with_pairs:
+        return features, labels, weights
+      window_key = stream_position.encode(epoch, rank, index)
+      pair_facts["window"] = tf.fill(tf.shape(pair_facts["is_next"]), window_key)
+      return features, labels, weights, pair_facts
+
+    return window_examples
+
+
+def _keys_into_features(keys: tf.Tensor, batch: tuple) -> tuple:
+  """A batch zipped with its stream positions, the positions put among the features."""
+  features, *labels_and_weights = batch
+  return ({**features, stream_position.FEATURE: keys}, *labels_and_weights)
+
+
 def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         max_predictions_per_seq: int = 20, batch_size: int = 32,
                         seed: int = 0, repeat: bool = True, num_shards: int = 1,
@@ -132,7 +221,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
 
   Args:
     file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
-    vocab_file: WordPiece vocabulary, one token a line.
+    vocab_file: WordPiece vocabulary, one token a line (or a `Vocabulary`).
     seq_length, max_predictions_per_seq: padded lengths (docs/design.md#features-and-labels).
     batch_size: examples per batch (per input pipeline).
     seed: makes the whole stream reproducible.
@@ -155,62 +244,15 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   config.check()
   files = corpus.list_files(file_patterns, data_dir)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
-  build_examples = ExampleBuilder(vocabulary, config)
-  pieces = _Pieces(files, config.piece_bytes, num_shards, shard_index)
-  first_epoch, first_rank, first_example = stream_position.decode(start_position)
-
-  def epoch_pieces(epoch):
-    """(epoch, rank, piece) of one epoch's pieces from the start position on, in an order
-    drawn from (seed, epoch)."""
-    order = tf.random.experimental.stateless_shuffle(
-        tf.range(pieces.count, dtype=tf.int64), tf.stack([tf.cast(seed, tf.int64), epoch]))
-    first = tf.where(epoch == first_epoch, tf.constant(first_rank, tf.int64), 0)
-    return tf.data.Dataset.range(first, pieces.count).map(
-        lambda rank: (epoch, rank, order[rank]))
-
-  def piece_examples(epoch, rank, local):
-    """The examples of one piece, all their randomness keyed on (seed, epoch, piece): the
-    same whatever came before in the stream."""
-    piece_seed = tf.random.experimental.stateless_fold_in(
-        tf.stack([tf.cast(seed, tf.int64), epoch]), pieces.ids[local])
-    document_seed, example_seed, window_seed = tf.unstack(
-        tf.random.experimental.stateless_split(piece_seed, 3))
-    documents = pieces.documents(local, config.input_format)
-    if holdout:
-      documents = holdout(documents)
-    documents = documents.ragged_batch(config.document_shuffle_buffer)
-    # Shuffling documents mixes the files of a piece, so that a window pairs documents of
-    # several of them.
-    documents = _shuffled_blocks(documents, document_seed)
-    windows = documents.ragged_batch(config.documents_per_window).enumerate()
-
-    def window_to_examples(index, window):
-      features, labels, weights, pairs = build_examples(
-          window, tf.random.experimental.stateless_fold_in(window_seed, index))
-      if with_pairs:
-        window_key = stream_position.encode(epoch, rank, index)
-        pairs["window"] = tf.fill(tf.shape(pairs["is_next"]), window_key)
-        return features, labels, weights, pairs
-      return features, labels, weights
-
-    examples = windows.map(window_to_examples, num_parallel_calls=tf.data.AUTOTUNE,
-                           deterministic=True).unbatch()
-    # Examples of one window come from the same few documents: shuffling spreads them out.
-    examples = _shuffled_blocks(examples.batch(config.example_shuffle_buffer), example_seed)
-    if with_positions:
-      # Keys in the order examples leave the piece; a piece cannot make more examples than
-      # a key counts (stream_position.py), and the bounded range makes sure of it.
-      first_key = stream_position.encode(epoch, rank, tf.constant(0, tf.int64))
-      examples = tf.data.Dataset.zip(tf.data.Dataset.range(
-          first_key, first_key + stream_position.MAX_EXAMPLES), examples)
-    return examples.skip(tf.where((epoch == first_epoch) & (rank == first_rank),
-                                  tf.constant(first_example, tf.int64), 0))
-
-  epochs = (tf.data.Dataset.counter(first_epoch) if repeat else
-            tf.data.Dataset.range(first_epoch, 1))
-  examples = epochs.flat_map(epoch_pieces).flat_map(piece_examples)
+  stream = _Stream(
+      config, ExampleBuilder(vocabulary, config),
+      _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
+      start_position=start_position, holdout=holdout, with_positions=with_positions,
+      with_pairs=with_pairs)
+  epochs = (tf.data.Dataset.counter(stream.first_epoch) if repeat else
+            tf.data.Dataset.range(stream.first_epoch, 1))
+  examples = epochs.flat_map(stream.epoch_pieces).flat_map(stream.piece_examples)
   batches = examples.batch(batch_size, drop_remainder=repeat)
   if with_positions:
-    batches = batches.map(lambda keys, batch: (
-        {**batch[0], stream_position.FEATURE: keys}, *batch[1:]))
+    batches = batches.map(_keys_into_features)
   return batches.prefetch(tf.data.AUTOTUNE)
