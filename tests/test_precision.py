@@ -50,6 +50,7 @@ def test_float32_by_default():
 
 
 @pytest.mark.parametrize("name, tolerance", [("bf16", 3e-2), ("fp16", 5e-3)])
+@pytest.mark.e2e
 def test_mixed_precision_losses_match_float32_on_the_same_weights(name, tolerance):
   """Weights trained in float32 until the losses are far from chance, then the same weights
   under each policy: evaluated and training (`fit`'s first step, before its update) losses

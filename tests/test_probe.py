@@ -84,6 +84,7 @@ def runs(tmp_path_factory, data_dir, vocab_file):
   return (plain, train(plain)), (probed, train(probed))
 
 
+@pytest.mark.e2e
 def test_the_probe_does_not_change_the_run(runs):
   (plain, plain_metrics), (probed, probed_metrics) = runs
   plain_weights, probed_weights = weights(plain.model_dir), weights(probed.model_dir)
@@ -95,6 +96,7 @@ def test_the_probe_does_not_change_the_run(runs):
   assert "probe_accuracy" not in plain_metrics
 
 
+@pytest.mark.e2e
 def test_probe_figures_go_where_the_held_out_figures_go(runs):
   _, (probed, metrics) = runs
   assert 0 <= metrics["probe_accuracy"] <= 1 and 0 <= metrics["probe_random_accuracy"] <= 1
