@@ -11,9 +11,13 @@ import pytest  # noqa: E402
 from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import run, tiny_run  # noqa: E402
 
-# The groups of tests that take longest (an xdist_group's name, else a module's), longest first:
-# `pytest` hands them out first, so that its two processes finish together.
-LONGEST_FIRST = ["finished_run", "test_resume"]
+# The groups of tests that take longest (an xdist_group's name, else a module's), longest first
+# (measured 2026-12-02): `pytest` hands them out first, so that its two processes finish
+# together, the many short ones filling in at the end.
+LONGEST_FIRST = ["test_resume", "finished_run", "test_multi_worker_resume", "test_init_checkpoint",
+                 "test_input_failures", "test_global_batch", "test_phases", "test_multi_worker",
+                 "test_readme", "test_any_file_system", "test_learning", "test_finetune",
+                 "test_audit", "test_run_changes", "test_probe"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -99,7 +103,7 @@ def finished_run(tmp_path_factory, data_dir):
   """`helpers.TINY_RUN` trained to its end in a fresh process with a user's environment: (its
   model_dir, the completed process). Read it; to change a model_dir, change `copy_of` it."""
   model_dir = str(tmp_path_factory.mktemp("finished_run"))
-  result = run(tiny_run(model_dir, data_dir), timeout=900, as_user=True)
+  result = run(tiny_run(model_dir, data_dir), timeout=1800, as_user=True)
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir, result
 
