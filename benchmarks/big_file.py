@@ -30,8 +30,9 @@ NUM_SHARDS = 100
 def corpus_text(blank_lines: bool = True) -> bytes:
   """The built-in corpus's documents in the corpus format (0.46 MB); without `blank_lines`,
   its sentences only, one a line."""
-  from bert_tf.data import builtin_corpus
   from pydoc_data import topics
+
+  from bert_tf.data import builtin_corpus
   ends = "\n\n" if blank_lines else "\n"
   return "".join("\n".join(builtin_corpus.topic_sentences(text)) + ends
                  for _, text in sorted(topics.topics.items())).encode()

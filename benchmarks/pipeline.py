@@ -24,8 +24,9 @@ NUM_FILES = 16
 
 
 def build_corpus(directory: str, megabytes: float) -> list[str]:
-  from bert_tf.data import builtin_corpus
   from pydoc_data import topics
+
+  from bert_tf.data import builtin_corpus
   documents = ["\n".join(builtin_corpus.topic_sentences(text))
                for _, text in sorted(topics.topics.items())]
   size = sum(len(d.encode()) + 2 for d in documents)

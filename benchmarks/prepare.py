@@ -37,6 +37,7 @@ runpy.run_path(script, run_name="__main__")
 
 def build_corpus(directory: str, megabytes: float, files: int = 4) -> list[str]:
   import glob
+
   from bert_tf.data import builtin_corpus
   text = ""
   for path in sorted(glob.glob(builtin_corpus.corpus_pattern(directory))):

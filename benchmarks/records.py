@@ -20,8 +20,9 @@ SEQ, PREDICTIONS = 128, 20
 
 
 def write_records(directory: str, vocab_file: str, epochs: int, data_dir: str) -> list[str]:
-  from bert_tf.prepare import PrepareConfig, record_file_names, write_records as write
   from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.prepare import PrepareConfig, record_file_names
+  from bert_tf.prepare import write_records as write
   config = PrepareConfig(input_files="builtin", data_dir=data_dir, vocab_file=vocab_file,
                          output=directory, dupe_factor=epochs, num_output_files=8,
                          seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
@@ -42,6 +43,7 @@ def measure(dataset, batches: int) -> float:
 
 def baseline(files: list[str]):
   import tensorflow as tf
+
   from bert_tf.data.records import RecordShape
   spec = RecordShape(SEQ, PREDICTIONS).feature_spec()
   return (tf.data.Dataset.from_tensor_slices(files)

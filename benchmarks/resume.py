@@ -38,6 +38,7 @@ def dataset_options(args) -> dict:
 def child(args):
   """Prints the seconds from this process's start (given by the parent) to the first batch."""
   import tensorflow as tf
+
   import bert_tf
   corpus = os.path.join(args.work_dir, "corpus", "*.txt")
   vocab = os.path.join(args.work_dir, "vocab.txt")
@@ -100,11 +101,12 @@ def main():
 
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import tensorflow as tf
+
   from benchmarks.pipeline import build_corpus
   from bert_tf.data import pieces
+  from bert_tf.data.vocabulary_learner import build_vocabulary
   from bert_tf.training import trainer
   from bert_tf.training.train_settings import TrainConfig
-  from bert_tf.data.vocabulary_learner import build_vocabulary
   with tempfile.TemporaryDirectory() as work_dir:
     args.work_dir = work_dir
     os.makedirs(os.path.join(work_dir, "corpus"))

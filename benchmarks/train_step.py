@@ -62,6 +62,7 @@ def time_keras_fit(model, dataset, warmup: int, steps: int, callbacks=()) -> flo
 
 def bert_tf_model_and_data(args, batch):
   import tensorflow as tf
+
   from bert_tf.model.bert_config import BertConfig
   from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
   from bert_tf.runtime import precision
@@ -89,13 +90,15 @@ def run_train_loop(args, batch) -> float:
   also the bare `fit` of the same model, in rounds alternating with it (`bare_seconds`), so
   that both see the same machine load."""
   import tempfile
+
   import keras
   import tensorflow as tf
+
   from bert_tf.model.bert_config import BertConfig
   from bert_tf.runtime import checkpointing
   from bert_tf.training import stopping
-  from bert_tf.training.watching.monitor import RunMonitor
   from bert_tf.training.train_settings import TrainConfig
+  from bert_tf.training.watching.monitor import RunMonitor
   model, dataset = bert_tf_model_and_data(args, batch)
   model.optimizer.build(model.trainable_variables)
   with tempfile.TemporaryDirectory() as model_dir:
@@ -131,6 +134,7 @@ def run_keras_hub(args, batch) -> float:
   import keras
   import keras_hub
   import tensorflow as tf
+
   from bert_tf.model.bert_config import BertConfig
   from bert_tf.runtime import precision
   config = BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE)
@@ -157,6 +161,7 @@ def run_hf_torch(args, batch) -> float:
   import numpy as np
   import torch
   import transformers
+
   from bert_tf.model.bert_config import BertConfig
   torch.manual_seed(0)
   torch.set_num_threads(os.cpu_count())

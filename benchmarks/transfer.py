@@ -37,9 +37,10 @@ def ours_accuracy(args, seed: int, from_scratch: bool, work_dir: str) -> float:
 def transformers_accuracy(args, seed: int, work_dir: str) -> float:
   """The plug for transformers' contender: the encoder exported with `bert_tf.export
   --format=hf`, fine-tuned by `benchmarks/transfer_transformers.py` on the same files."""
+  import transfer_transformers  # benchmarks/, beside this file
+
   from bert_tf.data import builtin_task
   from bert_tf.export import trained
-  import transfer_transformers  # benchmarks/, beside this file
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)

@@ -18,12 +18,11 @@ import dataclasses
 import types
 from typing import Any
 
-from absl import flags
 import absl.logging  # noqa: F401  (defines --verbosity)
+from absl import flags
 
 from bert_tf.console import VERBOSITY
 from bert_tf.errors import UserError
-
 
 # What changing a run's setting on a model_dir that has trained does (`bert_tf.training.
 # run_changes`): another model is an error; another stream of examples starts the stream

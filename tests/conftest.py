@@ -1,12 +1,39 @@
-"""Shared fixtures: the built-in corpus and a vocabulary learned from it, made once per run."""
+"""Shared fixtures, made once per test process: the built-in corpus, a vocabulary learned from
+it, and a finished tiny run."""
 
 import os
+import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
 from bert_tf.data import builtin_corpus  # noqa: E402
+from helpers import run, tiny_run  # noqa: E402
+
+# The groups of tests that take longest (an xdist_group's name, else a module's), longest first
+# (measured 2026-12-02): `pytest` hands them out first, so that its two processes finish
+# together, the many short ones filling in at the end.
+LONGEST_FIRST = ["test_resume", "finished_run", "test_multi_worker_resume", "test_init_checkpoint",
+                 "test_input_failures", "test_global_batch", "test_phases", "test_multi_worker",
+                 "test_readme", "test_any_file_system", "test_learning", "test_finetune",
+                 "test_audit", "test_run_changes", "test_probe"]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+  """Each test in its module's xdist group unless it has one (so that a module's fixtures are
+  made once), and the groups in LONGEST_FIRST's order before the others, in their own."""
+  for item in items:
+    if not item.get_closest_marker("xdist_group"):
+      item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+  def rank(item):
+    marker = item.get_closest_marker("xdist_group")
+    group = marker.args[0] if marker.args else marker.kwargs["name"]
+    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+
+  items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +96,21 @@ def _write_tf1_checkpoint(state, config, directory, extra=()):
 def write_tf1_checkpoint():
   """`write_tf1_checkpoint(state, config, directory, extra={})`: see `_write_tf1_checkpoint`."""
   return _write_tf1_checkpoint
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory, data_dir):
+  """`helpers.TINY_RUN` trained to its end in a fresh process with a user's environment: (its
+  model_dir, the completed process). Read it; to change a model_dir, change `copy_of` it."""
+  model_dir = str(tmp_path_factory.mktemp("finished_run"))
+  result = run(tiny_run(model_dir, data_dir), timeout=1800, as_user=True)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model_dir, result
+
+
+@pytest.fixture
+def copy_of(tmp_path):
+  """`copy_of(model_dir)`: a copy of a model_dir in this test's directory, to change."""
+  def copy(model_dir):
+    return shutil.copytree(model_dir, str(tmp_path / "copy"))
+  return copy

@@ -19,9 +19,25 @@ import numpy as np
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
-# A fresh process: TensorFlow's C++ logging quiet, this module importable from its scripts.
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-           PYTHONPATH=os.pathsep.join(filter(None, [TESTS, os.environ.get("PYTHONPATH")])))
+
+# What the console of a command must not show by default (a user's environment, no log level).
+NOISE = re.compile(
+    r"absl::InitializeLog|oneDNN|TF_ENABLE_ONEDNN_OPTS|cuda|cuInit|cpu_feature_guard"
+    r"|shuffle=True|UserWarning|Sharding callback|Assets written|fingerprint"
+    r"|signature_serialization|unsupported characters|^[IWE]\d{4} ", re.MULTILINE)
+
+
+def environment(as_user=False, **variables):
+  """A fresh process's environment: this one's, with this checkout's bert_tf and this module
+  importable from any directory and TensorFlow's C++ logging quiet, or (`as_user`) with
+  TensorFlow's logging as a user has it (no level set); `variables` on top."""
+  env = {name: value for name, value in os.environ.items()
+         if not (as_user and name == "TF_CPP_MIN_LOG_LEVEL")}
+  if not as_user:
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+  env["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, ROOT, os.environ.get("PYTHONPATH")]))
+  return {**env, **variables}
+
 
 # The start of a script that needs two replicas on this machine's CPU and a tiny BERT over a
 # vocabulary of 60 ids, dropout off (so that runs compare to float32 rounding).
@@ -39,11 +55,30 @@ from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
                                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 """
-# A tiny train.py run to interrupt and resume: 8 steps, a checkpoint every 2, seed fixed.
-RESUMABLE_STEPS = 8
-RESUMABLE = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-             "--global_batch_size=8", f"--train_steps={RESUMABLE_STEPS}", "--checkpoint_every=2",
-             "--warmup_steps=2", "--eval_steps=1", "--verbose=0", "--seed=3"]
+# The tiny train.py run that conftest's `finished_run` makes once for the tests that read a
+# finished model_dir: started as a user starts it, it learns its vocabulary (into model_dir),
+# holds out a fifth of the documents, logs every 2 steps, checkpoints and evaluates every 4.
+TINY_RUN_STEPS = 12
+TINY_RUN = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
+            "--global_batch_size=8", f"--train_steps={TINY_RUN_STEPS}", "--checkpoint_every=4",
+            "--log_every=2", "--warmup_steps=2", "--eval_steps=2"]
+TINY_RUN_VOCABULARY = "new_vocab.txt"  # in its model_dir
+
+
+def tiny_run(model_dir, data_dir):
+  """The arguments of `TINY_RUN` in `model_dir` (for `run`)."""
+  return ["train.py", f"--data_dir={data_dir}",
+          f"--vocab_file={os.path.join(model_dir, TINY_RUN_VOCABULARY)}",
+          f"--model_dir={model_dir}", "--eval_fraction=0.2", *TINY_RUN]
+
+
+# A tiny run to interrupt and resume: 12 steps, a checkpoint every 2, dropout on (the preset's),
+# seed fixed; as `TrainConfig` fields, and as train.py's flags.
+RESUMABLE_STEPS = 12
+RESUMABLE_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
+                        global_batch_size=8, train_steps=RESUMABLE_STEPS, checkpoint_every=2,
+                        warmup_steps=2, eval_steps=1, verbose=False, seed=3)
+RESUMABLE = [f"--{name}={value}" for name, value in RESUMABLE_CONFIG.items()]
 
 
 def resumable_run(model_dir, data_dir, vocab_file, *extra):
@@ -67,15 +102,19 @@ def train_as_worker(**settings):
 """
 
 
-def run(args, timeout=600, **kwargs):
-  """`python *args` in the repository's root, in a fresh process; the completed process."""
-  return subprocess.run([sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True,
-                        text=True, timeout=timeout, **kwargs)
+def run(args, timeout=600, cwd=ROOT, as_user=False, program=sys.executable, **variables):
+  """`python *args` (or `program *args`) in a fresh process, in the repository's root unless
+  `cwd`, with `environment(as_user, **variables)`; the completed process, its output as text.
+  Every test that starts a process starts it here or in `start`."""
+  return subprocess.run([program, *args], cwd=cwd, env=environment(as_user, **variables),
+                        capture_output=True, text=True, timeout=timeout)
 
 
-def start(args):
-  """`python *args` started as `run` does, stdout and stderr piped; the running process."""
-  return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+def start(args, stdout=subprocess.PIPE, as_user=False, **variables):
+  """`python *args` started as `run` does, stderr piped (stdout too unless told); the running
+  process."""
+  return subprocess.Popen([sys.executable, *args], cwd=ROOT,
+                          env=environment(as_user, **variables), stdout=stdout,
                           stderr=subprocess.PIPE, text=True)
 
 
@@ -150,14 +189,10 @@ def start_workers(script, args, count=2, stdout=subprocess.PIPE):
   """`count` processes running `script` with `args`, one worker each of a cluster on
   127.0.0.1 (TF_CONFIG), on CPU; stderr is piped."""
   cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(count)]}
-  return [
-      subprocess.Popen(
-          [sys.executable, "-c", script, *args], cwd=ROOT, stdout=stdout,
-          stderr=subprocess.PIPE, text=True,
-          env=dict(ENV, CUDA_VISIBLE_DEVICES="",
-                   TF_CONFIG=json.dumps({"cluster": cluster,
-                                         "task": {"type": "worker", "index": index}})))
-      for index in range(count)]
+  return [start(["-c", script, *args], stdout=stdout, CUDA_VISIBLE_DEVICES="",
+                TF_CONFIG=json.dumps({"cluster": cluster,
+                                      "task": {"type": "worker", "index": index}}))
+          for index in range(count)]
 
 
 def finish(processes, timeout=600):

@@ -6,11 +6,13 @@ files from leaking into the others'.
 """
 
 import json
-import os
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pytest
+
+from helpers import run
+
+pytestmark = pytest.mark.e2e
+
 SCRIPT = r"""
 import json, os, sys
 import numpy as np
@@ -54,9 +56,7 @@ print(json.dumps({
 
 
 def test_a_whole_run_on_ram_file_system(data_dir, vocab_file):
-  result = subprocess.run([sys.executable, "-c", SCRIPT, data_dir, vocab_file], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["-c", SCRIPT, data_dir, vocab_file], timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
   found = json.loads(result.stdout.strip().splitlines()[-1])
   assert found["steps"] == [4, 6]

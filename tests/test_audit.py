@@ -17,8 +17,6 @@ are only partly drawn).
 import ast
 import json
 import os
-import subprocess
-import sys
 import sysconfig
 
 import pytest
@@ -26,8 +24,7 @@ import pytest
 from bert_tf.audit import audit
 from bert_tf.data.builtin_corpus import topic_sentences
 from bert_tf.training.train_settings import TrainConfig
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import NOISE, run
 
 
 def stdlib_docstring_corpus(path: str, max_modules: int = 150) -> None:
@@ -66,7 +63,9 @@ def check_golden(stats, examples):
 def corpus_tokens(pattern: str, vocab_file: str) -> int:
   """WordPiece tokens in a sentence-per-line corpus."""
   import glob
+
   import tensorflow as tf
+
   from bert_tf.data.tokenization import Vocabulary
   lines = [line for path in glob.glob(pattern) for line in open(path, encoding="utf-8")
            if line.strip()]
@@ -74,6 +73,7 @@ def corpus_tokens(pattern: str, vocab_file: str) -> int:
   return int(tokenizer.tokenize(tf.constant(lines)).row_lengths().numpy().sum())
 
 
+@pytest.mark.e2e
 def test_golden_statistics_on_the_builtin_corpus(data_dir, corpus_pattern, vocab_file):
   texts, stats = audit(TrainConfig(data_dir=data_dir, vocab_file=vocab_file),
                        num_examples=10_000, show_examples=2)
@@ -88,6 +88,7 @@ def test_golden_statistics_on_the_builtin_corpus(data_dir, corpus_pattern, vocab
   assert "[MASK](" in texts[0] and " | " in texts[0]
 
 
+@pytest.mark.e2e
 def test_golden_statistics_on_stdlib_docstrings(tmp_path, vocab_file):
   corpus = str(tmp_path / "docstrings.txt")
   stdlib_docstring_corpus(corpus)
@@ -97,14 +98,16 @@ def test_golden_statistics_on_stdlib_docstrings(tmp_path, vocab_file):
   check_golden(stats, 10_240)
 
 
+@pytest.mark.e2e
 def test_command_line_json(data_dir, vocab_file, tmp_path):
-  result = subprocess.run(
-      [sys.executable, "-m", "bert_tf.audit", f"--data_dir={data_dir}",
-       f"--vocab_file={vocab_file}", f"--model_dir={tmp_path}", "--num_examples=256",
-       "--json"],
-      cwd=ROOT, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  """`python -m bert_tf.audit --json`, with the environment a user has: the JSON line only,
+  nothing on stderr."""
+  result = run(["-m", "bert_tf.audit", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={tmp_path}", "--num_examples=256", "--json"], timeout=300,
+               as_user=True)
   assert result.returncode == 0, result.stderr[-2000:]
+  assert not NOISE.search(result.stdout + result.stderr), NOISE.search(result.stderr)
+  assert result.stderr == ""
   stats = json.loads(result.stdout.strip().splitlines()[-1])
   assert set(stats) == {
       "examples", "masked_share", "mask_token_share", "random_token_share", "kept_share",

@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from bert_tf.model.bert_config import PRESETS, BertConfig, resolve_config
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import PRESETS, BertConfig, resolve_config
 
 
 def test_presets_cover_the_24_small_berts_base_and_large():

@@ -54,6 +54,7 @@ def test_startup_lines_are_filtered_at_the_file_descriptor_and_the_rest_kept(cap
 def configured():
   """console.configure(info), Python's logging as it was afterwards."""
   import warnings
+
   from absl import logging as absl_logging
   ours, tensorflow = logging.getLogger("bert_tf"), logging.getLogger("tensorflow")
   saved = (ours.handlers, ours.propagate, ours.level, tensorflow.level,

@@ -2,9 +2,6 @@
 rest of the uninterrupted stream, whatever the position, at the cost of at most one piece."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -14,6 +11,7 @@ import tensorflow as tf
 import bert_tf
 from bert_tf.data import stream_position
 from bert_tf.data.data_position import DataPosition, strip_stream_positions
+from helpers import run
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Pieces of 60 kB cut the 420 kB built-in corpus into 7 or 8: several pieces per epoch, with
@@ -188,9 +186,9 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.e2e
 def test_replicas_record_their_pipeline_position():
-  result = subprocess.run([sys.executable, "-c", MIRRORED], capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["-c", MIRRORED])
   assert result.returncode == 0, result.stderr[-3000:]
   results = json.loads(result.stdout.strip().splitlines()[-1])
   # 8 steps of 2 replicas x 4 examples from one pipeline: replica 0 last took examples 56-59,

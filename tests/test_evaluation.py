@@ -8,10 +8,10 @@ import os
 import keras
 import pytest
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training.watching import evaluation
 from bert_tf.training.watching.callbacks import TrainingCurves

@@ -2,8 +2,12 @@
 
 import pytest
 
-from bert_tf.export.examples import CorpusExamples, MaskedSentence, corpus_examples
-from bert_tf.export.examples import most_frequent_phrase
+from bert_tf.export.examples import (
+  CorpusExamples,
+  MaskedSentence,
+  corpus_examples,
+  most_frequent_phrase,
+)
 
 
 def test_most_frequent_phrase_masks_its_last_word_in_the_first_sentence_holding_it():

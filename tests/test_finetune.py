@@ -7,28 +7,28 @@ import dataclasses
 import json
 import os
 import random
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.model_dir import WEIGHTS_FILE
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.train_settings import TrainConfig
+from bert_tf.model_dir import WEIGHTS_FILE
 from bert_tf.training.run_files import write_run_files
+from bert_tf.training.train_settings import TrainConfig
+from helpers import run
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.e2e
+
 # Two word lists of the built-in vocabulary: a text's label is the list its words come from.
 WORDS = {"code": ["function", "class", "return", "value", "object", "method"],
          "debug": ["debugger", "breakpoint", "frame", "stack", "command", "line"]}
@@ -101,45 +101,51 @@ def test_dev_figures_in_tensorboard(finetuned):
   assert tags["epoch_accuracy"] == [0, 1, 2, 3] == tags["epoch_macro_f1"]
 
 
-def test_exported_classify_runs_in_a_fresh_process(finetuned):
+# Loads SavedModels in a process that imports only tensorflow and tensorflow_text and runs
+# their `classify` signature: argv[1] is JSON {name: [export directory, {input: [text, ...]}]};
+# prints {name: {"p": probabilities, "label": labels}} as JSON.
+CLASSIFY = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+answers = {}
+for name, (directory, inputs) in json.loads(sys.argv[1]).items():
+  out = tf.saved_model.load(directory).signatures["classify"](
+      **{key: tf.constant(texts) for key, texts in inputs.items()})
+  answers[name] = {"p": out["probabilities"].numpy().tolist(),
+                   "label": [s.decode() for s in out["label"].numpy()]}
+print(json.dumps(answers))
+"""
+
+
+@pytest.mark.e2e
+def test_exports_classify_raw_text_in_a_fresh_process(finetuned, model_dir, tmp_path):
+  """The fine-tuned run's export labels texts as the task does; and an export of one text or
+  a pair gives the Keras model's probabilities on raw text to 1e-5. All loaded by one process
+  that imports only tensorflow and tensorflow_text."""
   config, _ = finetuned
-  script = ("import json, sys, tensorflow as tf, tensorflow_text\n"
-            f"model = tf.saved_model.load({os.path.join(config.output_dir, 'export')!r})\n"
-            "out = model.signatures['classify'](text=tf.constant(['stack frame debugger', "
-            "'class method value']))\n"
-            "print(json.dumps([s.decode() for s in out['label'].numpy()]))\n")
-  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  assert result.returncode == 0, result.stderr[-2000:]
-  assert json.loads(result.stdout.strip().splitlines()[-1]) == ["debug", "code"]
-
-
-@pytest.mark.parametrize("pair", [False, True])
-def test_export_gives_the_keras_models_probabilities(model_dir, tmp_path, pair):
-  """The SavedModel loaded by a process that imports only tensorflow and tensorflow_text
-  gives the Keras model's probabilities on raw text to 1e-5."""
+  served = {"finetuned": [os.path.join(config.output_dir, "export"),
+                          {"text": ["stack frame debugger", "class method value"]}]}
   pretrained = load_pretrained(model_dir)
   model = classifier_model(pretrained.encoder, 3)
   text_encoder = TextEncoder(pretrained.vocabulary, lower_case=True, seq_length=24)
-  export_classifier(model, text_encoder, ["a", "b", "c"], str(tmp_path / "export"), pair=pair)
-  texts = [["Café naïve résumé", "The class of an object", "x " * 40, ""],
-           ["a second text", "", "short", "the frame and the stack"]][:1 + pair]
-  features = text_encoder.features(*[tf.constant(t) for t in texts])
-  expected = tf.nn.softmax(model(features, training=False)).numpy()
-  inputs = ("text_a", "text_b") if pair else ("text",)
-  script = ("import json, sys, tensorflow as tf, tensorflow_text\n"
-            f"model = tf.saved_model.load({str(tmp_path / 'export')!r})\n"
-            f"texts = json.loads({json.dumps(json.dumps(texts))})\n"
-            f"out = model.signatures['classify'](**{{name: tf.constant(t) for name, t in "
-            f"zip({inputs!r}, texts)}})\n"
-            "print(json.dumps({'p': out['probabilities'].numpy().tolist(), "
-            "'label': [s.decode() for s in out['label'].numpy()]}))\n")
-  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  expected = {}
+  for pair in (False, True):
+    name = "pair" if pair else "one_text"
+    export_classifier(model, text_encoder, ["a", "b", "c"], str(tmp_path / name), pair=pair)
+    texts = [["Café naïve résumé", "The class of an object", "x " * 40, ""],
+             ["a second text", "", "short", "the frame and the stack"]][:1 + pair]
+    features = text_encoder.features(*[tf.constant(t) for t in texts])
+    expected[name] = tf.nn.softmax(model(features, training=False)).numpy()
+    inputs = ("text_a", "text_b") if pair else ("text",)
+    served[name] = [str(tmp_path / name), dict(zip(inputs, texts))]
+  result = run(["-c", CLASSIFY, json.dumps(served)], timeout=300)
   assert result.returncode == 0, result.stderr[-2000:]
-  served = json.loads(result.stdout.strip().splitlines()[-1])
-  np.testing.assert_allclose(served["p"], expected, atol=1e-5)
-  assert served["label"] == [["a", "b", "c"][i] for i in expected.argmax(-1)]
+  answers = json.loads(result.stdout.strip().splitlines()[-1])
+  assert answers["finetuned"]["label"] == ["debug", "code"]
+  for name, probabilities in expected.items():
+    np.testing.assert_allclose(answers[name]["p"], probabilities, atol=1e-5)
+    assert answers[name]["label"] == [["a", "b", "c"][i] for i in probabilities.argmax(-1)]
 
 
 def encoder_weights(model_dir, **options):
@@ -183,13 +189,12 @@ def test_keras_function_returns_a_compiled_classifier(model_dir):
   assert model.predict(features, verbose=0).shape == (32, 2)
 
 
+@pytest.mark.e2e
 def test_bad_input_is_one_line_before_training(model_dir, task, tmp_path):
   bad_dev = write_task(tmp_path / "dev.tsv", [("frame stack", "unknown")])
-  result = subprocess.run(
-      [sys.executable, "-m", "bert_tf.finetune", f"--model_dir={model_dir}",
-       f"--train_file={task[0]}", f"--dev_file={bad_dev}", f"--output_dir={tmp_path}/out"],
-      cwd=ROOT, capture_output=True, text=True, timeout=300,
-      env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"})  # as a user's
+  result = run(["-m", "bert_tf.finetune", f"--model_dir={model_dir}", f"--train_file={task[0]}",
+                f"--dev_file={bad_dev}", f"--output_dir={tmp_path}/out"], timeout=300,
+               as_user=True)
   assert result.returncode == 2
   assert result.stderr.strip().splitlines() == [
       f"error: {bad_dev} has labels the training file has not: 'unknown'"]

@@ -4,10 +4,9 @@ reads the quickstart's."""
 import glob
 import json
 import os
-import subprocess
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT, run
+
 SCRIPT = r"""
 import dataclasses, glob, json, sys
 from absl import flags
@@ -30,9 +29,7 @@ print(json.dumps(configs))
 
 def test_flagfiles_parse_and_bare_train_py_is_the_quickstart():
   paths = sorted(glob.glob(os.path.join(ROOT, "configs", "*.flags")))
-  result = subprocess.run([sys.executable, "-c", SCRIPT, *paths], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["-c", SCRIPT, *paths], timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   configs = json.loads(result.stdout.strip().splitlines()[-1])
   quickstart = configs[os.path.join(ROOT, "configs", "quickstart.flags")]

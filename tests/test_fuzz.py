@@ -38,7 +38,7 @@ def test_random_files_never_crash(tmp_path, vocab_file, seed):
       str(tmp_path / "*.txt"), vocab_file, seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
       batch_size=16, seed=seed, repeat=False, whole_word_masking=bool(seed % 2))
   examples = 0
-  for features, labels, weights in dataset.as_numpy_iterator():
+  for features, labels, _weights in dataset.as_numpy_iterator():
     examples += len(labels["nsp"])
     assert features["token_ids"].shape[1] == SEQ
     assert ((features["token_ids"] >= 0) & (features["token_ids"] < size)).all()

@@ -14,7 +14,11 @@ divides each element by its own gradient's magnitude and so magnifies that noise
 gradient is near zero.
 """
 
+import pytest
+
 from helpers import TWO_CPUS_TINY_BERT, run_script
+
+pytestmark = pytest.mark.e2e
 
 SCRIPT = TWO_CPUS_TINY_BERT + r"""
 from bert_tf.model import keras_internals

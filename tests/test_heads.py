@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.finetune import heads
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.encoder import bert_encoder
 
 HIDDEN, SEQ = 16, 10

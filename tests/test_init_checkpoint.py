@@ -5,20 +5,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from helpers import run
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--config=bert_tiny", "--seq_length=32", "--max_predictions_per_seq=5",
         "--global_batch_size=4", "--train_steps=2", "--checkpoint_every=2", "--warmup_steps=1",
         "--eval_steps=1"]
@@ -30,12 +28,6 @@ GOOGLE_EXTRA_KEYS = {"directionality": "bidi", "pooler_fc_size": 768,
 ACCEPTED = ("it takes a bert_tf model_dir, an original BERT checkpoint (the bert_model.ckpt "
             "prefix or its directory, with bert_config.json beside it) or a Hugging Face "
             "BertForPreTraining directory (config.json and model.safetensors)")
-
-
-def run(args):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                        text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +88,7 @@ def test_a_wrong_init_checkpoint_is_one_line_naming_the_problem(sources, config,
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.e2e
 def test_train_py_prints_it_as_one_line_with_exit_status_2(sources, data_dir, vocab_file,
                                                           tmp_path, case):
   name, message = BAD[case]
@@ -126,6 +119,7 @@ def google_run(tmp_path_factory, config, data_dir, vocab_file, write_tf1_checkpo
   return published, model_dir, result
 
 
+@pytest.mark.e2e
 def test_googles_config_keys_in_train_py_init_checkpoint_and_export(google_run, tmp_path,
                                                                     data_dir, vocab_file):
   """Then exported from a model_dir whose bert_config.json is Google's file; a key that would
@@ -151,6 +145,7 @@ def test_googles_config_keys_in_train_py_init_checkpoint_and_export(google_run, 
   assert re.search(r"error: config file .* has unknown keys: embedding_size \(", refused.stderr)
 
 
+@pytest.mark.e2e
 def test_a_bert_tf_model_dir_of_another_model_is_one_line(google_run, tmp_path, data_dir,
                                                           vocab_file):
   _, model_dir, _ = google_run

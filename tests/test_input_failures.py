@@ -14,16 +14,16 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import time
 
-import h5py
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bert_tf.training.trainer import TrainConfig, train
+from helpers import latest_checkpoint_step, run, start, wait_for_checkpoint, weights
+
+pytestmark = pytest.mark.e2e
+
 TRAIN_STEPS = 24
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
 
 
 @pytest.fixture(scope="module")
@@ -38,34 +38,29 @@ def corpus(tmp_path_factory, corpus_pattern):
   return directory
 
 
+# The run: on the small corpus, held-out figures every 4 steps; as `TrainConfig` fields.
+SETTINGS = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
+                train_steps=TRAIN_STEPS, checkpoint_every=2, eval_every=4, warmup_steps=2,
+                eval_steps=1, verbose=False, seed=7)
+
+
+def settings(corpus, model_dir, data_dir, vocab_file) -> dict:
+  return dict(SETTINGS, data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
+              input_files=f"{corpus / 'a.txt'},{corpus / 'b.txt'}",
+              eval_files=str(corpus / "held_out.txt"))
+
+
 def command(corpus, model_dir, data_dir, vocab_file):
-  return [sys.executable, "train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-          f"--model_dir={model_dir}", f"--input_files={corpus / 'a.txt'},{corpus / 'b.txt'}",
-          f"--eval_files={corpus / 'held_out.txt'}", "--config=bert_tiny", "--seq_length=32",
-          "--max_predictions_per_seq=5", "--global_batch_size=8", f"--train_steps={TRAIN_STEPS}",
-          "--checkpoint_every=2", "--eval_every=4", "--warmup_steps=2", "--eval_steps=1",
-          "--verbose=0", "--seed=7"]
-
-
-def weights(model_dir):
-  values = {}
-  with h5py.File(os.path.join(model_dir, "model.weights.h5")) as f:
-    f.visititems(lambda name, item: values.setdefault(name, np.array(item))
-                 if isinstance(item, h5py.Dataset) else None)
-  return values
-
-
-def latest_checkpoint(model_dir) -> str:
-  index = os.path.join(model_dir, "checkpoints", "checkpoint")
-  return open(index).read() if os.path.exists(index) else ""
+  """train.py's arguments for the run."""
+  return ["train.py", *(f"--{name}={value}" for name, value in
+                        settings(corpus, model_dir, data_dir, vocab_file).items())]
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, corpus, data_dir, vocab_file):
+  """The weights of the run never interrupted, trained in this process (as train.py does)."""
   model_dir = str(tmp_path_factory.mktemp("uninterrupted") / "run")
-  result = subprocess.run(command(corpus, model_dir, data_dir, vocab_file), cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=900)
-  assert result.returncode == 0, result.stderr[-3000:]
+  train(TrainConfig(**settings(corpus, model_dir, data_dir, vocab_file)))
   return weights(model_dir)
 
 
@@ -73,14 +68,9 @@ def uninterrupted(tmp_path_factory, corpus, data_dir, vocab_file):
 def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
     uninterrupted, corpus, tmp_path, data_dir, vocab_file, removed):
   model_dir = str(tmp_path / "run")
-  run = command(corpus, model_dir, data_dir, vocab_file)
-  process = subprocess.Popen(run, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-  start = time.time()
-  while 'model_checkpoint_path: "ckpt-2"' not in latest_checkpoint(model_dir):
-    assert process.poll() is None, process.stderr.read()[-3000:]
-    assert time.time() - start < 600, "ckpt-2 never became the latest"
-    time.sleep(0.05)
+  args = command(corpus, model_dir, data_dir, vocab_file)
+  process = start(args)
+  wait_for_checkpoint([model_dir], 2, [process], timeout=600)
   path = corpus / removed
   os.rename(path, tmp_path / removed)  # the file is gone while the run reads on
   try:
@@ -99,9 +89,9 @@ def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
   assert stopped, stderr[-3000:]
   step = int(stopped.group(1))
   assert 2 <= step < TRAIN_STEPS and int(stopped.group(3)) == step
-  assert f'model_checkpoint_path: "ckpt-{step}"' in latest_checkpoint(model_dir)
+  assert latest_checkpoint_step(model_dir) == step
 
-  result = subprocess.run(run, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=900)
+  result = run(args, timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"Resumed from the checkpoint at step {step}" in result.stderr
   assert "Changed since" not in result.stderr  # the same files: no new stream

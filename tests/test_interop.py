@@ -7,11 +7,11 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+
 # In the `test` extra (torch 2.13.0 CPU): a missing one fails the run, it is never skipped.
 import torch
 import transformers
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 from bert_tf.errors import UserError
@@ -19,6 +19,7 @@ from bert_tf.interop.huggingface import export_huggingface, load_huggingface, re
 from bert_tf.interop.keras_hub_preset import export_keras_hub, preset_tokenizer
 from bert_tf.interop.state import model_state
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.encoder import bert_encoder
 from bert_tf.model.pretraining import pretraining_model
 

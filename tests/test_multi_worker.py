@@ -12,12 +12,15 @@ import os
 import pickle
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
 from helpers import TRAIN_AS_WORKER, finish, start_workers, weights
+
+pytestmark = pytest.mark.e2e
 
 WORKER = TRAIN_AS_WORKER + r"""
 import json, os

@@ -6,8 +6,11 @@ import signal
 import subprocess
 
 import numpy as np
+import pytest
 
 from helpers import TRAIN_AS_WORKER, finish, start_workers, wait_for_checkpoint, weights
+
+pytestmark = pytest.mark.e2e
 
 WORKER = TRAIN_AS_WORKER + r"""
 train_as_worker(seq_length=32, max_predictions_per_seq=5, global_batch_size=4, train_steps=8,

@@ -1,8 +1,6 @@
 """Original BERT's normalisation in the graph, on every code point (docs/design.md#tokenization)."""
 
 import functools
-import os
-import subprocess
 import sys
 import unicodedata
 
@@ -10,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.normalization import BertNormalizer
+from helpers import run
 
 ALL_CHARACTERS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
 
@@ -123,12 +122,11 @@ print([t for t, n in zip(texts, _normalize(texts, True)) if n != original_bert(t
 """
 
 
+@pytest.mark.e2e
 def test_locale_does_not_change_lower_casing():
   # ICU's lower-casing follows the process's locale (Turkish: I -> ı; Lithuanian adds dots
   # above, which accent stripping removes); the output must not. Every character that has a
   # lower case, in a process under a Turkish locale.
-  env = dict(os.environ, LC_ALL="tr_TR.UTF-8", LANG="tr_TR.UTF-8", TF_CPP_MIN_LOG_LEVEL="3")
-  result = subprocess.run([sys.executable, "-c", _LOCALE_CHECK], env=env, capture_output=True,
-                          text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+  result = run(["-c", _LOCALE_CHECK], LC_ALL="tr_TR.UTF-8", LANG="tr_TR.UTF-8")
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -2,8 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.runtime.optimization import WarmupLinearDecay, create_optimizer
 

@@ -6,9 +6,12 @@ import json
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from helpers import run
+
+pytestmark = pytest.mark.e2e
 
 SHORT = ["--train_steps=4", "--decay_steps=8", "--warmup_steps=2", "--checkpoint_every=2",
          "--global_batch_size=8", "--eval_steps=2", "--log_every=1", "--verbose"]

@@ -9,8 +9,8 @@ import tensorflow as tf
 import bert_tf
 from bert_tf.data.pipeline import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
 from bert_tf.data.vocabulary_learner import build_vocabulary
+from bert_tf.errors import UserError
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
 # Smaller shuffle buffers than the defaults keep the first batch cheap on a small corpus.

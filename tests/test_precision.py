@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime import precision
 from bert_tf.runtime.optimization import create_optimizer
@@ -50,6 +50,7 @@ def test_float32_by_default():
 
 
 @pytest.mark.parametrize("name, tolerance", [("bf16", 3e-2), ("fp16", 5e-3)])
+@pytest.mark.e2e
 def test_mixed_precision_losses_match_float32_on_the_same_weights(name, tolerance):
   """Weights trained in float32 until the losses are far from chance, then the same weights
   under each policy: evaluated and training (`fit`'s first step, before its update) losses

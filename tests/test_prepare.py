@@ -44,7 +44,7 @@ def pipeline_examples(corpus_pattern, vocab_file, data_dir):
       corpus_pattern, vocab_file, batch_size=256, data_dir=data_dir, with_positions=True,
       **SETTINGS).as_numpy_iterator():
     rows = features.pop(stream_position.FEATURE) < end
-    batches.append(tf.nest.map_structure(lambda a: a[rows], (features, labels, weights)))
+    batches.append(tf.nest.map_structure(lambda a, rows=rows: a[rows], (features, labels, weights)))
     if not rows.all():
       break
   return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *batches)

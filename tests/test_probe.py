@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.watching import probe
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.trainer import train
+from bert_tf.training.watching import probe
 
 TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
             train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False)
@@ -78,6 +78,7 @@ def runs(tmp_path_factory, data_dir, vocab_file):
   return (plain, train(plain)), (probed, train(probed))
 
 
+@pytest.mark.e2e
 def test_the_probe_does_not_change_the_run(runs):
   (plain, plain_metrics), (probed, probed_metrics) = runs
   plain_weights, probed_weights = weights(plain.model_dir), weights(probed.model_dir)
@@ -89,6 +90,7 @@ def test_the_probe_does_not_change_the_run(runs):
   assert "probe_accuracy" not in plain_metrics
 
 
+@pytest.mark.e2e
 def test_probe_figures_go_where_the_held_out_figures_go(runs):
   _, (probed, metrics) = runs
   assert 0 <= metrics["probe_accuracy"] <= 1 and 0 <= metrics["probe_random_accuracy"] <= 1

@@ -11,15 +11,15 @@ import shutil
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file, save_file
 import transformers
+from safetensors.numpy import load_file, save_file
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.huggingface import export_huggingface, load_huggingface
 from bert_tf.interop.state import model_state
 from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 
 ENCODER = ("bert.embeddings.", "bert.encoder.")

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pytest
+
+from helpers import ROOT, run
+
 PAGES = ["README.md", *sorted(os.path.relpath(path, ROOT)
                                for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
 # Commands that set up the environment; `pip install` is checked against setup.py's extras.
@@ -93,10 +95,9 @@ def program_argv(block_commands: list[list[str]], command: list[str]) -> list[st
   return expanded
 
 
+@pytest.mark.e2e
 def test_keras_example_runs(tmp_path):
-  result = subprocess.run([sys.executable, "-c", readme_example()], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["-c", readme_example()], cwd=tmp_path)
   assert result.returncode == 0, result.stderr[-3000:]
   assert (tmp_path / "data" / "vocab.txt").exists()
   assert (tmp_path / "runs" / "keras_example" / "export" / "saved_model.pb").exists()
@@ -140,6 +141,7 @@ def test_python_blocks_compile():
     ast.parse(block, filename=page)
 
 
+@pytest.mark.e2e
 def test_shell_commands_parse():
   """Every command in a sh block of README.md and docs/ names files that exist and flags that
   its program accepts, with values it accepts (flagfiles are read, enums checked)."""
@@ -167,8 +169,6 @@ def test_shell_commands_parse():
           assert os.path.exists(os.path.join(os.path.dirname(sys.executable), command[0])), (
               f"{page}: {text}: neither a command this test knows nor an installed program")
   assert len(programs) >= 9
-  result = subprocess.run([sys.executable, "-c", PARSE_SCRIPT, json.dumps(programs)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["-c", PARSE_SCRIPT, json.dumps(programs)], timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == []

@@ -213,7 +213,7 @@ def test_resume_anywhere_gives_the_rest_of_the_stream(record_files, vocab_file):
   assert len(set(keys.tolist())) == 240 and np.all(np.diff(keys) > 0)
   for start in (1, 45, 101, 163):  # within a block, at a file's start, in later epochs
     rest = _stream(record_files, vocab_file, 5, start_position=int(keys[start]))
-    expected = tf.nest.map_structure(lambda a: a[start:start + 40], whole)
+    expected = tf.nest.map_structure(lambda a, start=start: a[start:start + 40], whole)
     assert tf.nest.map_structure(np.array_equal, rest, expected) == tf.nest.map_structure(
         lambda _: True, expected)
 

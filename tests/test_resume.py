@@ -1,8 +1,9 @@
-"""A killed or preempted run resumes exactly; a non-finite loss never overwrites good weights.
+"""A killed or preempted run resumes exactly, also with `--steps_per_execution`; a non-finite
+loss never overwrites good weights.
 
-Reference: an uninterrupted run of 8 steps. The interrupted runs must end with the same
-weights: the data stream, the optimizer, the step count and the dropout RNG are all restored,
-so on this CPU they agree to float32 rounding (tolerance 1e-5).
+Reference: an uninterrupted run of 12 steps (`helpers.RESUMABLE`, dropout on). The interrupted
+runs must end with the same weights: the data stream, the optimizer, the step count and the
+dropout RNG are all restored, so on this CPU they agree to float32 rounding (tolerance 1e-5).
 """
 
 import os
@@ -13,14 +14,27 @@ import time
 import numpy as np
 import pytest
 
-from helpers import RESUMABLE_STEPS, resumable_run, run, start, wait_for_checkpoint, weights
+from bert_tf.training.trainer import TrainConfig, train
+from helpers import (
+  RESUMABLE_CONFIG,
+  RESUMABLE_STEPS,
+  resumable_run,
+  run,
+  start,
+  wait_for_checkpoint,
+  weights,
+)
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, data_dir, vocab_file):
+  """The reference's weights, trained in this process: the same as train.py's (one step per
+  execution), which every resumed run in a fresh process is compared with."""
   model_dir = str(tmp_path_factory.mktemp("uninterrupted"))
-  result = run(resumable_run(model_dir, data_dir, vocab_file))
-  assert result.returncode == 0, result.stderr[-3000:]
+  train(TrainConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
+                    **RESUMABLE_CONFIG))
   return weights(model_dir)
 
 
@@ -80,6 +94,31 @@ def test_ctrl_c_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, 
   assert f'model_checkpoint_path: "ckpt-{step}"' in open(
       os.path.join(model_dir, "checkpoints", "checkpoint")).read()  # saved where it stopped
   rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=step)
+
+
+def test_sigkill_then_rerun_with_four_steps_per_execution(uninterrupted, tmp_path, data_dir,
+                                                         vocab_file):
+  """Kill -9 and resume with `--steps_per_execution=4` ends with the weights of the
+  uninterrupted run of one step per execution: the data position, the checkpoints and the
+  step count are all counted in optimizer updates."""
+  model_dir = str(tmp_path / "run")
+  args = resumable_run(model_dir, data_dir, vocab_file, "--steps_per_execution=4",
+                       "--checkpoint_every=4")
+  process = start(args)
+  wait_for_checkpoint([model_dir], 4, [process])
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
+
+  result = run(args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(rf"Resumed from the checkpoint at step [48] of {RESUMABLE_STEPS}",
+                   result.stderr)
+  assert "Taking over" in result.stderr  # the killed run's lock
+  resumed = weights(model_dir)
+  assert sorted(uninterrupted) == sorted(resumed)
+  for name in uninterrupted:
+    np.testing.assert_allclose(resumed[name], uninterrupted[name], atol=1e-5, err_msg=name)
 
 
 def test_a_second_ctrl_c_aborts_at_once(tmp_path, data_dir, vocab_file):

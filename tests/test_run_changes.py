@@ -77,11 +77,13 @@ def test_docs_table_lists_each_setting_in_its_class():
                       if field.metadata["change"] == change}, change
 
 
+@pytest.mark.e2e
 def test_base_run_recorded_its_position_and_corpus(base):
   assert position(base.model_dir, 4) == (0, 0, 4 * BATCH - 1)
   assert os.path.exists(os.path.join(base.model_dir, "corpus.json"))
 
 
+@pytest.mark.e2e
 def test_noted_changes_are_said_and_the_stream_goes_on(base, tmp_path, caplog, corpus_dir):
   first = corpus_dir / "pydoc_topics-00-of-04.txt"
   stat = os.stat(first)
@@ -99,6 +101,7 @@ def test_noted_changes_are_said_and_the_stream_goes_on(base, tmp_path, caplog, c
   assert position(model_dir, 6) == (0, 0, 6 * BATCH - 1)  # right after step 4's
 
 
+@pytest.mark.e2e
 def test_a_changed_sequence_length_starts_the_next_epoch(base, tmp_path, caplog):
   # Phase 2 on phase 1's model_dir: longer sequences, more steps.
   model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, seq_length=64,
@@ -111,6 +114,7 @@ def test_a_changed_sequence_length_starts_the_next_epoch(base, tmp_path, caplog)
   assert position(model_dir, 6) == (1, 0, 2 * BATCH - 1)
 
 
+@pytest.mark.e2e
 def test_the_restarted_stream_is_saved_before_training(base, tmp_path, caplog):
   # A run stopped before its first checkpoint must not leave the old stream's position under
   # the new train_config.json: the restored step's checkpoint is rewritten at once.
@@ -121,6 +125,7 @@ def test_the_restarted_stream_is_saved_before_training(base, tmp_path, caplog):
   assert key == stream_position.encode(1, 0, 0) - 1
 
 
+@pytest.mark.e2e
 def test_an_added_corpus_file_starts_the_next_epoch(base, tmp_path, caplog, corpus_dir):
   added = corpus_dir / "pydoc_topics-03-of-04.txt"
   shutil.copy2(corpus_dir / "aside.txt.later", added)
@@ -133,12 +138,14 @@ def test_an_added_corpus_file_starts_the_next_epoch(base, tmp_path, caplog, corp
   assert position(model_dir, 6) == (1, 0, 2 * BATCH - 1)
 
 
+@pytest.mark.e2e
 def test_another_model_is_an_error(base, tmp_path, caplog):
   with pytest.raises(UserError, match=r"the model differs from the one .* trained \(.*"
                                       r"hidden_size 128 -> 256.*use a new --model_dir"):
     rerun(base, tmp_path, caplog, config="bert_mini")
 
 
+@pytest.mark.e2e
 def test_another_vocabulary_of_the_same_size_is_an_error(base, tmp_path, caplog, vocab_file):
   tokens = open(vocab_file).read().splitlines()
   tokens[-2], tokens[-1] = tokens[-1], tokens[-2]

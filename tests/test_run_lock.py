@@ -5,7 +5,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -14,8 +13,7 @@ import tensorflow as tf
 from bert_tf.errors import UserError
 from bert_tf.runtime import run_lock
 from bert_tf.runtime.run_lock import RunLock
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import run
 
 
 def write_lock(model_dir, **changes):
@@ -93,15 +91,13 @@ def test_the_heartbeat_refreshes_the_lock(tmp_path, monkeypatch):
   lock.release()
 
 
+@pytest.mark.e2e
 def test_a_second_train_py_on_a_model_dir_in_use_exits_2(tmp_path, other_process, data_dir,
                                                           vocab_file):
   model_dir = str(tmp_path / "run")
   write_lock(model_dir, pid=other_process)
-  result = subprocess.run(
-      [sys.executable, "train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-       f"--model_dir={model_dir}", "--train_steps=2", "--verbose=0"],
-      cwd=ROOT, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+                f"--model_dir={model_dir}", "--train_steps=2", "--verbose=0"], timeout=300)
   assert result.returncode == 2
   assert "Traceback" not in result.stderr
   assert result.stderr.strip().splitlines()[-1] == (

@@ -2,12 +2,9 @@
 come from the declaration, and reading a flagfile loads no TensorFlow."""
 
 import dataclasses
-import os
-import subprocess
-import sys
 
-from absl import flags
 import pytest
+from absl import flags
 
 from bert_tf import flags_doc, settings
 from bert_tf.audit import AuditConfig
@@ -15,8 +12,7 @@ from bert_tf.data.data_settings import VocabularyConfig
 from bert_tf.errors import UserError
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.training.train_settings import TrainConfig
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import run
 
 
 @pytest.mark.parametrize("config_class", [TrainConfig, VocabularyConfig, AuditConfig,
@@ -87,7 +83,6 @@ def test_reading_a_flagfile_loads_neither_tensorflow_nor_keras():
       "heavy = [m for m in sys.modules if m.split('.')[0] in "
       "('tensorflow', 'keras', 'keras_hub', 'tensorflow_text')]\n"
       "print(heavy)\n")
-  result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+  result = run(["-c", script], timeout=120)
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.strip() == "[]"

@@ -13,15 +13,20 @@ import numpy as np
 import pytest
 
 from bert_tf import model_dir as names
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.keras_hub_preset import export_keras_hub
-from bert_tf.interop.source import (ACCEPTED, HuggingFaceDirectory, OriginalCheckpoint,
-                                    RunDirectory, open_source)
+from bert_tf.interop.source import (
+  ACCEPTED,
+  HuggingFaceDirectory,
+  OriginalCheckpoint,
+  RunDirectory,
+  open_source,
+)
 from bert_tf.interop.state import model_state
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 
 

@@ -7,7 +7,11 @@ over 8 different batches, each strategy against its own run of one update per ca
 1e-5 of the largest change of a weight (the same float32 operations, in the same order).
 """
 
+import pytest
+
 from helpers import TWO_CPUS_TINY_BERT, run_script
+
+pytestmark = pytest.mark.e2e
 
 SCRIPT = TWO_CPUS_TINY_BERT + r"""
 BATCH, SEQ, SLOTS, STEPS = 8, 16, 6, 8

@@ -1,20 +1,22 @@
 """End to end: `train.py` trains a tiny BERT, writes model_dir, and exports a SavedModel that a
-fresh process loads and serves. Also: bad input is one line on stderr and exit status 2."""
+fresh process loads and serves (the run is conftest's `finished_run`, which test_watching.py
+reads too). Also: bad input is refused before training (and is one line on stderr with exit
+status 2: test_watching.py)."""
 
 import dataclasses
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 
 import pytest
 
 from bert_tf.errors import UserError
 from bert_tf.training.trainer import TrainConfig, train
-from bert_tf.data.vocabulary_learner import build_vocabulary
-from helpers import run
+from helpers import TINY_RUN_STEPS, run, tiny_run
+
+# In the process that made conftest's finished run, with test_watching.py: it trains once.
+pytestmark = pytest.mark.xdist_group("finished_run")
 
 TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
                    global_batch_size=8, train_steps=6, checkpoint_every=3, warmup_steps=2,
@@ -22,18 +24,9 @@ TINY_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10
 TINY = [f"--{name}={value}" for name, value in TINY_CONFIG.items()]  # the same, as flags
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, data_dir, vocab_file):
-  model_dir = str(tmp_path_factory.mktemp("run"))
-  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={model_dir}", f"--eval_files={data_dir}/pydoc_topics/*-00-of-*",
-                *TINY])
-  assert result.returncode == 0, result.stderr[-3000:]
-  return model_dir, result.stdout
-
-
-def test_model_dir_contents(trained):
-  model_dir, _ = trained
+@pytest.mark.e2e
+def test_model_dir_contents(finished_run):
+  model_dir, _ = finished_run
   for name in ("flags.txt", "metrics.json", "bert_config.json", "model.weights.h5",
                "curves.png", "summary.txt", "history.jsonl", "export/saved_model.pb",
                "export/assets/vocab.txt", "checkpoints/checkpoint", "logs"):
@@ -41,51 +34,28 @@ def test_model_dir_contents(trained):
   assert not os.path.exists(os.path.join(model_dir, ".export.tmp"))
 
 
-def test_metrics_json(trained):
-  model_dir, _ = trained
+@pytest.mark.e2e
+def test_metrics_json(finished_run):
+  model_dir, _ = finished_run
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
-  assert metrics["steps"] == 6
+  assert metrics["steps"] == TINY_RUN_STEPS
   for name in ("mlm_accuracy", "nsp_accuracy", "most_frequent_token_accuracy"):
     assert 0 <= metrics[name] <= 1, name
   assert metrics["most_frequent_token_accuracy"] > 0.01  # a token such as "the" or "."
   assert 0 < metrics["mlm_loss"] < 20 and 0 < metrics["nsp_loss"] < 5
   assert metrics["loss"] == pytest.approx(metrics["mlm_loss"] + metrics["nsp_loss"], rel=1e-5)
-  # The rates count training time only: see test_training_learns.
+  # The rates count training time only: see test_learning.py.
   for name in ("eval_mlm_loss", "eval_nsp_loss", "eval_mlm_accuracy", "eval_nsp_accuracy"):
-    assert 0 <= metrics[name] < 20, name  # the held-out corpus (--eval_files)
+    assert 0 <= metrics[name] < 20, name  # the held-out documents (--eval_fraction)
   summary = open(os.path.join(model_dir, "summary.txt")).read()
-  assert summary.startswith("Trained 6 steps") and "most frequent token" in summary
+  assert summary.startswith(f"Trained {TINY_RUN_STEPS} steps")
+  assert "most frequent token" in summary
 
 
-def test_training_learns(tmp_path, data_dir, corpus_pattern):
-  """300 steps of a tiny BERT on real text (the built-in corpus): the MLM loss falls and the
-  MLM accuracy, measured on fresh batches, is well above always predicting the most frequent
-  masked token. A small vocabulary (about 1,000 pieces), short sequences and MLM only make it
-  learn within 300 steps: measured 2026-12-01, accuracy 0.134 against 0.063, loss from 6.9 to
-  5.4 (one run on the shared 2-core machine: about a minute)."""
-  vocab_file = str(tmp_path / "vocab.txt")
-  build_vocabulary(corpus_pattern, vocab_file, vocab_size=1000)
-  config = TrainConfig(data_dir=data_dir, vocab_file=vocab_file,
-                       model_dir=str(tmp_path / "run"), config="bert_tiny", dropout=0.0,
-                       seq_length=32, max_predictions_per_seq=13, masked_lm_prob=0.4,
-                       nsp=False, global_batch_size=32, train_steps=300, warmup_steps=20,
-                       learning_rate=2e-3, checkpoint_every=300, eval_steps=20, verbose=0)
-  start = time.monotonic()
-  metrics = train(config)
-  elapsed = time.monotonic() - start
-  assert metrics["steps"] == 300
-  history = [json.loads(line) for line in open(tmp_path / "run" / "history.jsonl")]
-  assert history[-1]["mlm_loss"] < history[0]["mlm_loss"] - 1.0
-  assert metrics["mlm_loss"] < history[0]["mlm_loss"] - 1.0
-  assert metrics["mlm_accuracy"] > 1.5 * metrics["most_frequent_token_accuracy"] > 0.03
-  # The rate counts training time only (the first step, which traces, left out): the other
-  # 299 steps' examples took less than the run's whole time.
-  assert metrics["examples_per_second"] * elapsed >= (300 - 1) * 32
-
-
-def test_tensorboard_scalars(trained):
+@pytest.mark.e2e
+def test_tensorboard_scalars(finished_run):
   from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-  model_dir, _ = trained
+  model_dir, _ = finished_run
   events = EventAccumulator(os.path.join(model_dir, "logs", "train"))
   events.Reload()
   tags = set(events.Tags()["scalars"]) | set(events.Tags()["tensors"])
@@ -94,21 +64,26 @@ def test_tensorboard_scalars(trained):
     assert name in tags, (name, tags)
 
 
-def test_progress_bar_shows_both_losses_and_accuracies(trained):
-  _, stdout = trained
+@pytest.mark.e2e
+def test_progress_bar_shows_both_losses_and_accuracies(finished_run):
+  _, result = finished_run
+  stdout = result.stdout
   for name in ("loss:", "mlm_loss:", "nsp_loss:", "mlm_accuracy:", "nsp_accuracy:"):
     assert name in stdout, name
   assert "fill_mask:" in stdout and "P(IsNext)" in stdout
 
 
-def test_flags_txt_is_a_flagfile_and_rerun_resumes_finished_run(trained):
-  model_dir, _ = trained
+@pytest.mark.e2e
+def test_flags_txt_is_a_flagfile_and_rerun_resumes_finished_run(finished_run, copy_of):
+  model_dir = copy_of(finished_run[0])  # flags.txt names the run's model_dir: go on in the copy
   flags_text = open(os.path.join(model_dir, "flags.txt")).read()
-  assert "--train_steps=6" in flags_text and "--seq_length=64" in flags_text
-  result = run(["train.py", f"--flagfile={os.path.join(model_dir, 'flags.txt')}"])
+  assert f"--train_steps={TINY_RUN_STEPS}" in flags_text and "--seq_length=64" in flags_text
+  result = run(["train.py", f"--flagfile={os.path.join(model_dir, 'flags.txt')}",
+                f"--model_dir={model_dir}"])
   assert result.returncode == 0, result.stderr[-3000:]
+  assert f"Resumed from the checkpoint at step {TINY_RUN_STEPS}" in result.stderr
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
-  assert metrics["steps"] == 6  # restored at the end; no step trained twice
+  assert metrics["steps"] == TINY_RUN_STEPS  # restored at the end; no step trained twice
 
 
 SERVE = r"""
@@ -191,9 +166,10 @@ print(json.dumps({
 """
 
 
-def test_savedmodel_serves_raw_text_in_a_fresh_process(trained):
+@pytest.mark.e2e
+def test_savedmodel_serves_raw_text_in_a_fresh_process(finished_run):
   """The served answers are the Keras model's on the same ids, to float32 rounding."""
-  model_dir, _ = trained
+  model_dir, _ = finished_run
   result = run(["-c", SERVE, model_dir])
   assert result.returncode == 0, result.stderr[-3000:]
   out = json.loads(result.stdout.strip().splitlines()[-1])
@@ -209,28 +185,30 @@ def test_savedmodel_serves_raw_text_in_a_fresh_process(trained):
     assert out[f"{name}_difference"] < 1e-5, (name, out[f"{name}_difference"])
 
 
-def test_saved_model_cli_lists_the_signatures(trained):
-  model_dir, _ = trained
+@pytest.mark.e2e
+def test_saved_model_cli_lists_the_signatures(finished_run):
+  model_dir, _ = finished_run
   cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-  result = subprocess.run([cli, "show", "--all", "--dir", os.path.join(model_dir, "export")],
-                          capture_output=True, text=True, timeout=300)
+  result = run(["show", "--all", "--dir", os.path.join(model_dir, "export")], timeout=300,
+               program=cli)
   assert result.returncode == 0, result.stderr[-2000:]
   for name in ("fill_mask", "is_next", "encode", "text_a", "text_b", "probabilities",
                "pooled_output", "sequence_output"):
     assert name in result.stdout, name
 
 
-def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(trained, tmp_path,
-                                                                       data_dir, vocab_file):
-  model_dir, _ = trained
-  for export_format in ("hf", "keras_hub", "savedmodel"):
+@pytest.mark.e2e
+def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(
+    finished_run, tmp_path, data_dir, vocab_file):
+  """The default format (savedmodel) is exported in test_watching.py's quiet commands."""
+  model_dir, _ = finished_run
+  for export_format in ("hf", "keras_hub"):
     result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}",
                   f"--format={export_format}", f"--output={tmp_path / export_format}"])
     assert result.returncode == 0, result.stderr[-3000:]
   assert (tmp_path / "hf" / "model.safetensors").exists()
   assert (tmp_path / "hf" / "vocab.txt").exists()
   assert (tmp_path / "keras_hub" / "config.json").exists()
-  assert (tmp_path / "savedmodel" / "saved_model.pb").exists()
   # Continued pre-training from the Hugging Face export.
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
                 f"--model_dir={tmp_path / 'continued'}", f"--init_checkpoint={tmp_path / 'hf'}",
@@ -268,29 +246,10 @@ def test_bad_input_is_refused_before_training(tmp_path, data_dir, vocab_file, ch
     train(config)
 
 
-def test_bad_input_is_one_line_on_stderr_and_exit_status_2(tmp_path, data_dir, vocab_file):
-  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'run'}", *TINY, "--input_files=/nonexistent/*.txt"])
-  assert result.returncode == 2
-  assert "Traceback" not in result.stderr
-  assert result.stderr.strip().splitlines()[-1].startswith(
-      "error: no file matches '/nonexistent/*.txt'")
-
-
-def test_bad_input_with_debug_shows_the_traceback_before_the_line(tmp_path, data_dir,
-                                                                  vocab_file):
-  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'run'}", *TINY, "--input_files=/nonexistent/*.txt",
-                "--verbosity=debug"])
-  assert result.returncode == 2
-  assert "Traceback (most recent call last)" in result.stderr
-  assert result.stderr.strip().splitlines()[-1] == "error: no file matches '/nonexistent/*.txt'"
-
-
-def test_checkpoint_of_another_model_is_a_clear_error(trained, vocab_file, data_dir):
-  model_dir, _ = trained
-  result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={model_dir}", *TINY, "--config=bert_mini"])
+@pytest.mark.e2e
+def test_checkpoint_of_another_model_is_a_clear_error(finished_run, data_dir):
+  model_dir, _ = finished_run
+  result = run([*tiny_run(model_dir, data_dir), "--config=bert_mini"])
   assert result.returncode == 2
   assert "the model differs from the one" in result.stderr and "Traceback" not in result.stderr
   assert "hidden_size 128 -> 256" in result.stderr

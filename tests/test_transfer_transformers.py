@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from helpers import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location(
     "transfer_transformers", os.path.join(ROOT, "benchmarks", "transfer_transformers.py"))
 transfer_transformers = importlib.util.module_from_spec(_spec)
@@ -55,6 +55,7 @@ def files(tmp_path_factory):
   return (write_tsv(root / "train.tsv", pairs(64, 0)), write_tsv(root / "dev.tsv", pairs(32, 3)))
 
 
+@pytest.mark.e2e
 def test_learns_a_pair_task_from_the_export_and_is_deterministic(hf_dir, files, capsys):
   train, dev = files
   recipe = dict(text_columns=("sentence1", "sentence2"), epochs=8, learning_rate=1e-3,

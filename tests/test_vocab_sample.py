@@ -1,7 +1,6 @@
 """`bert_tf.vocab` learns from a bounded sample spread over the whole corpus."""
 
-from bert_tf.data import vocabulary_learner
-from bert_tf.data import corpus
+from bert_tf.data import corpus, vocabulary_learner
 
 
 def test_vocabulary_learned_from_a_bounded_sample_spread_over_the_corpus(tmp_path, monkeypatch):

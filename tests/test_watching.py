@@ -1,56 +1,35 @@
 """End to end, what a user watching `python train.py` gets: a quiet console (our lines only, for
 every command), training scalars by global step every --log_every steps and held-out ones at
 the steps they were measured, one continuous curve across a resume, and artifacts the size of
-the model (not of the model and Adam's two slots)."""
+the model (not of the model and Adam's two slots).
+
+The run is conftest's `finished_run` (`helpers.TINY_RUN`: it builds its vocabulary first and
+holds out a fifth of the documents), which test_train.py reads too."""
 
 import json
 import os
 import re
-import subprocess
-import sys
 
 import h5py
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--config=bert_tiny", "--seq_length=64", "--max_predictions_per_seq=10",
-        "--global_batch_size=8", "--train_steps=12", "--checkpoint_every=4", "--log_every=2",
-        "--warmup_steps=2", "--eval_steps=2"]
-TRAINING_STEPS = list(range(2, 13, 2))  # a window of --log_every=2 steps each
+from helpers import NOISE, TINY_RUN_STEPS, run
+
+# In the process that made conftest's finished run, with test_train.py: it trains once.
+pytestmark = pytest.mark.xdist_group("finished_run")
+
+TRAINING_STEPS = list(range(2, TINY_RUN_STEPS + 1, 2))  # a window of --log_every=2 steps each
 HELD_OUT_STEPS = [4, 8, 12]  # each checkpoint's
-
-# What the console must not show by default.
-NOISE = re.compile(
-    r"absl::InitializeLog|oneDNN|TF_ENABLE_ONEDNN_OPTS|cuda|cuInit|cpu_feature_guard"
-    r"|shuffle=True|UserWarning|Sharding callback|Assets written|fingerprint"
-    r"|signature_serialization|unsupported characters|^[IWE]\d{4} ", re.MULTILINE)
-
-
-def run_command(command, args):
-  """A command (`["train.py"]`, `["-m", "bert_tf.vocab"]`) in a fresh process, with the
-  environment a user has (no log level set)."""
-  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-  return subprocess.run([sys.executable, *command, *args], cwd=ROOT, env=env,
-                        capture_output=True, text=True, timeout=900)
 
 
 def run_train(args):
-  return run_command(["train.py"], args)
+  """train.py in a fresh process, with the environment a user has (no log level set)."""
+  return run(["train.py", *args], timeout=900, as_user=True)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory, data_dir):
-  """A tiny run that builds its vocabulary first and holds out a fifth of the documents."""
-  model_dir = str(tmp_path_factory.mktemp("run"))
-  vocab_file = os.path.join(model_dir, "new_vocab.txt")
-  result = run_train([f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                      f"--model_dir={model_dir}", "--eval_fraction=0.2", *TINY])
-  assert result.returncode == 0, result.stderr[-3000:]
-  return model_dir, result
-
-
-def test_console_shows_our_lines_only(run):
-  _, result = run
+@pytest.mark.e2e
+def test_console_shows_our_lines_only(finished_run):
+  _, result = finished_run
   for text in (result.stdout, result.stderr):
     assert not NOISE.search(text), NOISE.search(text)
   # Not a terminal: a progress line each window (every 2 steps) on stdout, no Keras bars.
@@ -93,8 +72,9 @@ def event_steps(directory) -> dict:
   return steps
 
 
-def test_evaluations_reach_every_output(run):
-  model_dir, _ = run
+@pytest.mark.e2e
+def test_evaluations_reach_every_output(finished_run):
+  model_dir, _ = finished_run
   held_out = [r for r in history(model_dir) if "eval_loss" in r]
   assert [r["step"] for r in held_out] == HELD_OUT_STEPS
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
@@ -105,8 +85,9 @@ def test_evaluations_reach_every_output(run):
   assert os.path.getsize(os.path.join(model_dir, "curves.png")) > 10_000
 
 
-def test_tensorboard_draws_by_global_step(run):
-  model_dir, _ = run
+@pytest.mark.e2e
+def test_tensorboard_draws_by_global_step(finished_run):
+  model_dir, _ = finished_run
   training = event_steps(os.path.join(model_dir, "logs", "train"))
   assert set(training) == {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy",
                            "gradient_norm", "learning_rate", "examples_per_second",
@@ -129,8 +110,9 @@ def parameter_count(model_dir) -> int:
   return model.count_params()
 
 
-def test_artifacts_hold_the_model_only(run):
-  model_dir, _ = run
+@pytest.mark.e2e
+def test_artifacts_hold_the_model_only(finished_run):
+  model_dir, _ = finished_run
   model_bytes = 4 * parameter_count(model_dir)  # float32
   export = os.path.join(model_dir, "export", "variables")
   export_bytes = sum(os.path.getsize(os.path.join(export, name)) for name in os.listdir(export))
@@ -150,12 +132,14 @@ def test_artifacts_hold_the_model_only(run):
   assert checkpoint_bytes > 2.9 * model_bytes
 
 
-def test_exports_load_the_trained_weights(run):
+@pytest.mark.e2e
+def test_exports_load_the_trained_weights(finished_run):
   import numpy as np
   import tensorflow as tf
+
   from bert_tf.export.trained import load_trained
   from bert_tf.model.pretraining import pretraining_model
-  model_dir, _ = run
+  model_dir, _ = finished_run
   trained = load_trained(model_dir)  # what python -m bert_tf.export reads
   reference = pretraining_model(trained.config)
   tf.train.Checkpoint(model=reference).restore(
@@ -165,34 +149,42 @@ def test_exports_load_the_trained_weights(run):
     np.testing.assert_array_equal(loaded.numpy(), trained_weight.numpy())
 
 
+@pytest.mark.e2e
 def test_a_mistake_is_one_line_and_debug_brings_the_noise_back(tmp_path):
+  """Bad input is one line on stderr and exit status 2, before anything trains; with
+  --verbosity=debug, TensorFlow's start-up lines and the traceback come before the line."""
   args = ["--input_files=/nonexistent/*.txt", f"--model_dir={tmp_path}"]
   quiet = run_train(args)
   assert quiet.returncode == 2
   assert quiet.stderr == "error: no file matches '/nonexistent/*.txt'\n"
+  assert "Traceback" not in quiet.stderr
   debug = run_train([*args, "--verbosity=debug"])
   assert debug.returncode == 2
   assert debug.stderr.endswith("error: no file matches '/nonexistent/*.txt'\n")
+  assert debug.stderr.strip().splitlines()[-1] == "error: no file matches '/nonexistent/*.txt'"
+  assert "Traceback (most recent call last)" in debug.stderr
   assert "oneDNN" in debug.stderr and "InitializeLog" in debug.stderr
 
 
-@pytest.fixture(scope="module")
-def resumed(run):
-  """The run as if killed after its last window, before its last checkpoint: the checkpoint
-  at step 12 is gone, and the same command resumes from step 8."""
+@pytest.fixture
+def resumed(finished_run, copy_of):
+  """A copy of the run as if killed after its last window, before its last checkpoint: the
+  checkpoint at step 12 is gone, and the same command (in the copy) resumes from step 8."""
   import tensorflow as tf
-  model_dir, _ = run
+  model_dir = copy_of(finished_run[0])
   before = history(model_dir)
   checkpoints = os.path.join(model_dir, "checkpoints")
   for name in os.listdir(checkpoints):
     if name.startswith("ckpt-12."):
       os.remove(os.path.join(checkpoints, name))
   tf.compat.v1.train.update_checkpoint_state(checkpoints, os.path.join(checkpoints, "ckpt-8"))
-  result = run_train([f"--flagfile={os.path.join(model_dir, 'flags.txt')}"])
+  result = run_train([f"--flagfile={os.path.join(model_dir, 'flags.txt')}",
+                      f"--model_dir={model_dir}"])
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir, before, result
 
 
+@pytest.mark.e2e
 def test_a_resumed_run_draws_one_continuous_curve(resumed):
   model_dir, before, result = resumed
   assert "checkpoint at step 12" in result.stderr
@@ -212,23 +204,25 @@ def test_a_resumed_run_draws_one_continuous_curve(resumed):
         assert new[name] == pytest.approx(old[name], rel=1e-4), (old["step"], name)
 
 
-@pytest.mark.parametrize("command", ["vocab", "audit", "export"])
-def test_every_command_is_quiet(command, run, data_dir, tmp_path):
-  model_dir, _ = run
-  vocab_file = os.path.join(model_dir, "new_vocab.txt")
+@pytest.mark.e2e
+@pytest.mark.parametrize("command", ["vocab", "export"])
+def test_every_command_is_quiet(command, finished_run, data_dir, tmp_path):
+  """bert_tf.audit's console: test_audit.py. The export is the default format's (test_train.py
+  exports the others)."""
+  model_dir, _ = finished_run
   args, said = {
       "vocab": ([f"--input_files={data_dir}/pydoc_topics/*.txt",
                  f"--vocab_file={tmp_path}/vocab.txt", "--vocab_size=500"],
                 ["Learning a 500-token WordPiece vocabulary from 0.4 MB of 4 files",
                  "Wrote "]),
-      "audit": ([f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                 f"--model_dir={tmp_path}", "--num_examples=64", "--json"], []),
       "export": ([f"--model_dir={model_dir}", f"--output={tmp_path}/export"],
                  [f"Exporting {model_dir} as savedmodel to {tmp_path}/export"]),
   }[command]
-  result = run_command(["-m", f"bert_tf.{command}"], args)
+  result = run(["-m", f"bert_tf.{command}", *args], timeout=900, as_user=True)
   assert result.returncode == 0, result.stderr[-3000:]
   assert not NOISE.search(result.stdout + result.stderr), NOISE.search(result.stderr)
   assert [line[:len(expected)] for line, expected in
           zip(result.stderr.splitlines(), said)] == said
   assert len(result.stderr.splitlines()) == len(said), result.stderr
+  if command == "export":
+    assert os.path.exists(os.path.join(tmp_path, "export", "saved_model.pb"))

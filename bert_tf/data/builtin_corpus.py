@@ -8,9 +8,9 @@ line each, since they are text the model should see but have no sentences.
 
 import os
 import re
+from pydoc_data import topics as pydoc_topics
 
 import tensorflow as tf
-from pydoc_data import topics as pydoc_topics
 
 from bert_tf import files
 

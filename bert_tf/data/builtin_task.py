@@ -12,9 +12,9 @@ and `label`) under the data directory on first use.
 
 import collections
 import os
+from pydoc_data import topics as pydoc_topics
 
 import tensorflow as tf
-from pydoc_data import topics as pydoc_topics
 
 from bert_tf import files
 from bert_tf.data.builtin_corpus import topic_sentences

@@ -10,7 +10,7 @@ before TensorFlow loads. Why the example settings are what they are: docs/design
 import dataclasses
 
 from bert_tf.errors import UserError
-from bert_tf.settings import NOTED, MODEL, STREAM, check_choices, setting
+from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
 
 INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
 # About 8 MiB of text a piece (`pieces.py`): some 50,000 sentences, enough that opening a piece

@@ -24,6 +24,7 @@ from bert_tf.data.data_settings import PipelineConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
+
 class ExampleBuilder:
   """Turns a window of documents into padded, masked examples (the per-window work)."""
 

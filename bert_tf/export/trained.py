@@ -5,11 +5,11 @@ import os
 
 import keras
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.interop.source import RunDirectory
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.model_dir import WEIGHTS_FILE
 

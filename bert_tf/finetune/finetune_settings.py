@@ -7,8 +7,8 @@ import dataclasses
 
 from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
-from bert_tf.settings import check_choices, setting
 from bert_tf.runtime.runtime_settings import ExecutionConfig
+from bert_tf.settings import check_choices, setting
 
 
 @dataclasses.dataclass(frozen=True)

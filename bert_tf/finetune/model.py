@@ -7,11 +7,11 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.interop.source import open_source
 from bert_tf.model import encoder as encoder_lib
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
 

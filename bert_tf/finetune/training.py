@@ -14,8 +14,8 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data import builtin_task
 from bert_tf.finetune import data, metrics
-from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.export import export_classifier
+from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.model import classifier_model, compile_classifier, load_pretrained
 from bert_tf.runtime import preamble
 

@@ -11,10 +11,10 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state, model_state
+from bert_tf.model.bert_config import BertConfig
 
 WEIGHTS = "model.safetensors"
 # The other weights files transformers saves: pickled torch, TF, Flax, safetensors in shards.

@@ -18,8 +18,8 @@ import keras
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.model.bert_config import BertConfig
 
 
 def preset_tokenizer(vocabulary: Vocabulary, lower_case: bool):

@@ -14,10 +14,10 @@ import keras
 import tensorflow as tf
 
 from bert_tf import model_dir
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import huggingface, keras_hub_preset, tf1_checkpoint
+from bert_tf.model.bert_config import BertConfig
 
 log = logging.getLogger("bert_tf")
 

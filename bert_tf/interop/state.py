@@ -5,8 +5,8 @@ import logging
 import keras
 import numpy as np
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import BertConfig
 
 log = logging.getLogger("bert_tf")
 

@@ -15,9 +15,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop.state import load_state
+from bert_tf.model.bert_config import BertConfig
 
 _SKIPPED = re.compile(r"(/adam_[mv]$|^global_step$)")
 _PRETRAINING_MODEL = ("bert/", "cls/predictions/", "cls/seq_relationship/")

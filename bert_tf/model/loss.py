@@ -16,7 +16,6 @@ import keras
 import tensorflow as tf
 
 
-
 def masked_lm_loss() -> keras.losses.Loss:
   """The MLM loss to compile with: summed; `normalised_sample_weights` makes it a mean (or
   keeps the sum) over the global batch."""

@@ -3,11 +3,11 @@
 import keras
 import keras_hub
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
-from bert_tf.model.model_settings import MLM_LOSS_REDUCTIONS
 from bert_tf.model import encoder as encoder_lib
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.loss import masked_lm_loss, next_sentence_loss
+from bert_tf.model.model_settings import MLM_LOSS_REDUCTIONS
 from bert_tf.model.train_step import PretrainingModel
 
 FEATURE_NAMES = encoder_lib.INPUT_NAMES + ("masked_positions",)

@@ -24,6 +24,7 @@ The design of the step and its losses: docs/design.md#the-training-step.
 
 import keras
 import tensorflow as tf
+
 from bert_tf.data import data_position as data_position_lib
 from bert_tf.model import loss as loss_lib
 from bert_tf.model.keras_internals import BuiltBeforeFit

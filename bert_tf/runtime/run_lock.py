@@ -59,7 +59,7 @@ def _abandoned(holder: dict) -> bool:
 
 
 def _since(holder: dict) -> str:
-  return datetime.datetime.fromtimestamp(holder["started"], datetime.timezone.utc).strftime(
+  return datetime.datetime.fromtimestamp(holder["started"], datetime.UTC).strftime(
       "%Y-%m-%d %H:%M:%S UTC")
 
 

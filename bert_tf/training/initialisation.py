@@ -7,9 +7,9 @@ import logging
 import keras
 import tensorflow as tf
 
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.errors import UserError
 from bert_tf.interop.source import open_source
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.runtime import checkpointing
 from bert_tf.training.train_settings import TrainConfig
 

@@ -8,15 +8,15 @@ import os
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.model.bert_config import BertConfig, resolve_config
 from bert_tf.data import corpus
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.data.vocabulary_learner import build_vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
+from bert_tf.model.bert_config import BertConfig, resolve_config
 from bert_tf.runtime import failures
-from bert_tf.training.watching import evaluation, probe
 from bert_tf.training.train_settings import TrainConfig
-from bert_tf.data.vocabulary_learner import build_vocabulary
+from bert_tf.training.watching import evaluation, probe
 
 log = logging.getLogger("bert_tf")
 

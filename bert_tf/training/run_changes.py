@@ -22,11 +22,11 @@ import os
 import tensorflow as tf
 
 from bert_tf import files, settings
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data import corpus, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE, has_checkpoint
 from bert_tf.runtime import setting_changes
 from bert_tf.training.train_settings import TrainConfig

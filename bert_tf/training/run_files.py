@@ -7,8 +7,8 @@ import dataclasses
 import os
 
 from bert_tf import files
-from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.model.bert_config import BertConfig
 from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE
 from bert_tf.training import run_changes
 from bert_tf.training.train_settings import TrainConfig

@@ -15,8 +15,7 @@ from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
 from bert_tf.runtime import strategy as strategy_lib
-from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes
-from bert_tf.training import run_files
+from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes, run_files
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 
