@@ -1,5 +1,6 @@
-"""Fine-tunes an encoder on a labelled task: `python -m bert_tf.finetune --model_dir=runs/mine
---train_file=train.tsv --dev_file=dev.tsv --output_dir=runs/mine_task`."""
+"""Fine-tunes an encoder on a labelled task of any kind (`--task=classify|regress|tag|answer`):
+`python -m bert_tf.finetune --model_dir=runs/mine --train_file=train.tsv --dev_file=dev.tsv
+--output_dir=runs/mine_task`."""
 
 import sys
 
@@ -10,11 +11,16 @@ from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no
 
 
 def finetune(config: FinetuneConfig) -> None:
-  from bert_tf.finetune.training import finetune
+  from bert_tf.finetune.tasks import KINDS
+  from bert_tf.finetune.training import WEIGHTS_FILE, finetune
   results = finetune(config)
-  print(f"Best epoch {results['best_epoch']} of {results['epochs']}: dev accuracy "
-        f"{results['dev_accuracy']:.4f}, macro F1 {results['dev_macro_f1']:.4f}. The "
-        f"classifier is in {config.output_dir}/export (signature classify).")
+  kind = KINDS[config.task]
+  if config.task == "classify":
+    where = f"The classifier is in {config.output_dir}/export (signature classify)."
+  else:
+    where = f"The model is in {config.output_dir}/{WEIGHTS_FILE}."
+  print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "
+        f"{kind.summary(results)}. {where}")
 
 
 if __name__ == "__main__":

@@ -128,12 +128,19 @@ class TextEncoder(tf.Module):
 
 def dataset(examples: Examples, classes: list[str], text_encoder: TextEncoder, *,
             batch_size: int, shuffle_seed: int | None = None) -> tf.data.Dataset:
-  """(features, label id) batches of `examples`; reshuffled on each pass when `shuffle_seed`
-  is given (the same order for the same seed), in file order otherwise."""
-  ids = [classes.index(label) for label in examples.labels]
-  data = tf.data.Dataset.from_tensor_slices((examples.texts, ids))
+  """(features, label id) batches of `examples`; see `text_dataset`."""
+  return text_dataset(examples, [classes.index(label) for label in examples.labels],
+                      text_encoder, batch_size=batch_size, shuffle_seed=shuffle_seed)
+
+
+def text_dataset(examples: Examples, targets, text_encoder: TextEncoder, *, batch_size: int,
+                 shuffle_seed: int | None = None) -> tf.data.Dataset:
+  """(features, target) batches of `examples`, a target per example (a class id, a number);
+  reshuffled on each pass when `shuffle_seed` is given (the same order for the same seed), in
+  file order otherwise."""
+  data = tf.data.Dataset.from_tensor_slices((examples.texts, targets))
   if shuffle_seed is not None:
     data = data.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
   return data.batch(batch_size).map(
-      lambda texts, label: (text_encoder.features(*texts), label),
+      lambda texts, target: (text_encoder.features(*texts), target),
       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,6 +1,7 @@
 """`FinetuneConfig`: every setting of `python -m bert_tf.finetune`, each declared once (see
 `bert_tf.settings`). The defaults are in the range the BERT paper used for GLUE (3 epochs, a
-peak learning rate of 5e-5, batches of 32, warm-up over the first 10% of the steps). No
+peak learning rate of 5e-5, batches of 32, warm-up over the first 10% of the steps); question
+answering's are run_squad.py's (sequences of 384 tokens, a stride of 128, questions of 64). No
 TensorFlow import: the flags are read before TensorFlow loads."""
 
 import dataclasses
@@ -10,27 +11,55 @@ from bert_tf.errors import UserError
 from bert_tf.runtime.runtime_settings import ExecutionConfig
 from bert_tf.settings import check_choices, setting
 
+TASKS = ("classify", "regress", "tag", "answer")
+SEQ_LENGTH, ANSWER_SEQ_LENGTH = 128, 384
+
 
 @dataclasses.dataclass(frozen=True)
 class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
-  """Fine-tuning an encoder on text classification; field names are the flag names."""
+  """Fine-tuning an encoder on a task of any of the four kinds; field names are the flags."""
 
+  task: str = setting(
+      "classify", "The task's kind. classify: a label per text or pair (TSV). regress: a number "
+      "per text or pair (TSV). tag: a tag per word (CoNLL-style). answer: the answer's span in "
+      "a context (SQuAD v1.1/v2.0 JSON).", choices=TASKS)
   model_dir: str = setting(
       "", "The encoder: a finished train.py model_dir, an original BERT checkpoint (with "
       "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.")
-  train_file: str = setting("", "Training TSV with a header row, or `builtin` for the "
-                            "built-in task.")
-  dev_file: str = setting("", "Dev TSV scored after each epoch, or `builtin`.")
-  output_dir: str = setting("", "Where metrics.json, classes.json, logs/ and export/ go.")
+  train_file: str = setting("", "Training file: a TSV with a header row (classify, regress), "
+                            "CoNLL-style (tag), SQuAD JSON (answer); or `builtin` for the "
+                            "built-in classification task.")
+  dev_file: str = setting("", "Dev file, of the training file's kind, scored after each epoch; "
+                          "or `builtin`.")
+  output_dir: str = setting("", "Where metrics.json, task.json, the best epoch's "
+                            "model.weights.h5, logs/ and export/ go.")
   epochs: int = setting(3, "Passes over the training file.")
   learning_rate: float = setting(5e-5, "Peak learning rate (AdamW, linear warm-up and decay).")
   batch_size: int = setting(32, "Examples per update, across all replicas.")
-  seq_length: int = setting(128, "Tokens per example, [CLS] and [SEP]s included; longer "
-                            "texts are cut, the longer of a pair first.")
+  seq_length: int | None = setting(
+      None, f"Tokens per example, [CLS] and [SEP]s included; longer texts are cut, the longer "
+      f"of a pair first. Default {SEQ_LENGTH}, {ANSWER_SEQ_LENGTH} for --task=answer.")
   warmup_proportion: float = setting(0.1, "Share of the updates over which the learning rate "
                                      "warms up.")
   from_scratch: bool = setting(False, "Random weights instead of the encoder's (the same "
                                "model and recipe): what pre-training bought.")
+  max_query_length: int = setting(64, "answer: a question's tokens kept, the rest cut.")
+  doc_stride: int = setting(128, "answer: tokens between the starts of a long context's "
+                            "windows; smaller than the room a window leaves the context.")
+  max_answer_length: int = setting(30, "answer: the longest answer chosen, in tokens.")
+  n_best_size: int = setting(20, "answer: the starts and ends paired in each window, and the "
+                             "candidates kept in nbest_predictions.json.")
+  null_score_diff_threshold: float = setting(
+      0.0, "answer, v2.0: answer nothing when the no-answer score beats the best span's by "
+      "more than this.")
+  version_2_with_negative: bool = setting(
+      False, "answer: questions may have no answer (SQuAD v2.0); also on when either file "
+      "has an unanswerable question.")
+
+  def __post_init__(self):
+    if self.seq_length is None:  # the kind's default: a frozen field set once, here
+      object.__setattr__(self, "seq_length",
+                         ANSWER_SEQ_LENGTH if self.task == "answer" else SEQ_LENGTH)
 
   def check(self) -> None:
     """Rejects settings that could only fail, before any file is read."""
@@ -43,3 +72,5 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
       raise UserError(f"seq_length {self.seq_length} is too short (at least 4)")
     if not 0 <= self.warmup_proportion <= 1:
       raise UserError(f"warmup_proportion {self.warmup_proportion} is not in [0, 1]")
+    if min(self.max_answer_length, self.n_best_size) <= 0:
+      raise UserError("max_answer_length and n_best_size must be positive")

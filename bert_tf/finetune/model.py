@@ -53,17 +53,26 @@ def classifier_model(encoder: keras.Model, num_classes: int, *,
   return keras.Model(inputs, logits, name="bert_classifier")
 
 
-def compile_classifier(model: keras.Model, *, learning_rate: float, train_steps: int,
-                       warmup_steps: int, jit_compile=False) -> keras.Model:
-  """BERT's fine-tuning recipe: AdamW (decay 0.01 except layer norms and biases, clipping at
-  1.0), linear warm-up then linear decay to 0 at `train_steps`; cross-entropy on logits."""
+def compile_task_model(model: keras.Model, loss: keras.losses.Loss, *, learning_rate: float,
+                       train_steps: int, warmup_steps: int, metrics=(),
+                       jit_compile=False) -> keras.Model:
+  """BERT's fine-tuning recipe, for every task kind: AdamW (decay 0.01 except layer norms and
+  biases, clipping at 1.0), linear warm-up then linear decay to 0 at `train_steps`."""
   model.compile(
       optimizer=create_optimizer("adamw", learning_rate=learning_rate,
                                  warmup_steps=warmup_steps, train_steps=train_steps),
-      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      loss=loss, metrics=list(metrics), jit_compile=jit_compile)
+  return model
+
+
+def compile_classifier(model: keras.Model, *, learning_rate: float, train_steps: int,
+                       warmup_steps: int, jit_compile=False) -> keras.Model:
+  """The classifier compiled with BERT's recipe; cross-entropy on logits."""
+  return compile_task_model(
+      model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      learning_rate=learning_rate, train_steps=train_steps, warmup_steps=warmup_steps,
       metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
       jit_compile=jit_compile)
-  return model
 
 
 def classifier(model_dir: str, num_classes: int, *, train_steps: int, seq_length: int = 128,

@@ -23,7 +23,7 @@ from bert_tf.data import builtin_task
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune import data, metrics
 from bert_tf.finetune.model import classifier_model, compile_classifier
-from bert_tf.finetune.training import predicted_classes
+from bert_tf.finetune.tasks import predicted_classes
 
 log = logging.getLogger("bert_tf")
 

@@ -1,0 +1,296 @@
+"""The three task kinds beside classification, end to end on a tiny encoder and small real files
+written here: `--task=regress` on a TSV of pairs with numeric labels, `--task=tag` on a CoNLL
+file with two entity types and -DOCSTART-, `--task=answer` on a SQuAD v2.0 file whose context
+needs several windows and with an unanswerable question. Each writes metrics.json with its
+figures, task.json, the best epoch's weights and the encoder's files; the encoder comes from a
+train.py model_dir, a Hugging Face directory or an original BERT checkpoint; bad input is one
+line before anything trains."""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export import trained
+from bert_tf.finetune import FinetuneConfig, finetune, task_model
+from bert_tf.finetune.tasks import Tagging
+from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.interop.state import model_state
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.model.pretraining import pretraining_model
+from bert_tf.model_dir import WEIGHTS_FILE
+from bert_tf.training.run_files import write_run_files
+from bert_tf.training.train_settings import TrainConfig
+from helpers import ENV, ROOT
+
+CODE = ["function", "class", "return", "value", "object", "method"]
+DEBUG = ["debugger", "breakpoint", "frame", "stack", "command", "line"]
+COMMON = ["the", "of", "and", "a", "is", "in"]
+SETTINGS = dict(epochs=2, learning_rate=2e-3, batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, vocab_file):
+  """A train.py model_dir of a BERT of width 32, its weights as initialised."""
+  directory = str(tmp_path_factory.mktemp("encoder"))
+  vocabulary = Vocabulary(vocab_file)
+  keras.utils.set_random_seed(0)
+  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+  write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
+  pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
+  return directory
+
+
+# === The files ===
+
+
+def write_regression(path, count, seed):
+  """Pairs of texts; the label is the share of the second text's words from the first's list."""
+  generator = random.Random(seed)
+  lines = ["sentence1\tsentence2\tscore"]
+  for _ in range(count):
+    first = generator.choice([CODE, DEBUG])
+    shared = generator.randint(0, 4)
+    second = generator.choices(first, k=shared) + generator.choices(
+        DEBUG if first is CODE else CODE, k=4 - shared)
+    lines.append(f"{' '.join(generator.choices(first, k=4))}\t{' '.join(second)}\t"
+                 f"{shared / 4:.2f}")
+  path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  return str(path)
+
+
+def write_conll(path, count, seed):
+  """CoNLL-2003's four columns; CODE words are B-/I-CODE entities, DEBUG words B-/I-DEBUG."""
+  generator = random.Random(seed)
+  lines = ["-DOCSTART- -X- -X- O", ""]
+  for _ in range(count):
+    previous = "O"
+    for _ in range(generator.randint(4, 9)):
+      kind = generator.choice(["O", "O", "CODE", "DEBUG"])
+      word = generator.choice({"O": COMMON, "CODE": CODE, "DEBUG": DEBUG}[kind])
+      tag = "O" if kind == "O" else ("I-" if previous == kind else "B-") + kind
+      previous = kind
+      lines.append(f"{word} NN B-NP {tag}")
+    lines.append("")
+  path.write_text("\n".join(lines), encoding="utf-8")
+  return str(path)
+
+
+def squad_question(context, question_id, question, answer):
+  start = context.find(answer) if answer else -1
+  return {"id": question_id, "question": question, "is_impossible": not answer,
+          "answers": [{"text": answer, "answer_start": start}] if answer else []}
+
+
+def squad_file(seed):
+  """SQuAD v2.0: contexts of some 40 words (several windows at 32 tokens); in each, a
+  question whose answer is the one DEBUG word, and an unanswerable one."""
+  generator = random.Random(seed)
+  paragraphs = []
+  for i in range(6):
+    words = generator.choices(COMMON + CODE, k=40)
+    words[generator.randrange(40)] = generator.choice(DEBUG)
+    context = " ".join(words)
+    answer = next(word for word in words if word in DEBUG)
+    paragraphs.append({"context": context, "qas": [
+        squad_question(context, f"q{seed}-{i}", "which debugger word", answer),
+        squad_question(context, f"q{seed}-{i}-none", "where is the stack", "")]})
+  return {"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+
+def write_json(path, value):
+  path.write_text(json.dumps(value), encoding="utf-8")
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+  directory = tmp_path_factory.mktemp("kinds")
+  return {"regress": (write_regression(directory / "train.tsv", 48, 0),
+                      write_regression(directory / "dev.tsv", 16, 1)),
+          "tag": (write_conll(directory / "train.conll", 32, 0),
+                  write_conll(directory / "dev.conll", 12, 1)),
+          "answer": (write_json(directory / "train.json", squad_file(0)),
+                     write_json(directory / "dev.json", squad_file(1)))}
+
+
+def config_for(task, files, model_dir, output_dir, **options):
+  settings = {"regress": dict(text_columns="sentence1,sentence2", label_column="score",
+                              seq_length=24),
+              "tag": dict(seq_length=16),
+              "answer": dict(seq_length=32, max_query_length=8, doc_stride=8)}[task]
+  return FinetuneConfig(task=task, model_dir=model_dir, train_file=files[task][0],
+                        dev_file=files[task][1], output_dir=str(output_dir),
+                        **{**SETTINGS, **settings, **options})
+
+
+def read_json(directory, name):
+  with open(os.path.join(directory, name)) as f:
+    return json.load(f)
+
+
+def check_output_dir(config, results, task):
+  assert read_json(config.output_dir, "metrics.json") == results
+  assert results["task"] == task and results["epochs"] == 2 and 1 <= results["best_epoch"] <= 2
+  task_json = read_json(config.output_dir, "task.json")
+  assert task_json["task"] == task and task_json["seq_length"] == config.seq_length
+  assert task_json["lower_case"] is True
+  for name in ("model.weights.h5", "bert_config.json", "vocab.txt"):
+    assert os.path.isfile(os.path.join(config.output_dir, name)), name
+  assert os.listdir(os.path.join(config.output_dir, "logs", "dev"))
+  return task_json
+
+
+# === Each kind ===
+
+
+def test_regression(files, model_dir, tmp_path):
+  config = config_for("regress", files, model_dir, tmp_path / "out")
+  results = finetune(config)
+  task_json = check_output_dir(config, results, "regress")
+  assert task_json["labels"] == [] and task_json["pair"] is True
+  assert -1 <= results["dev_pearson"] <= 1 and -1 <= results["dev_spearman"] <= 1
+  assert results["dev_mse"] >= 0
+  assert (results["train_examples"], results["dev_examples"]) == (48, 16)
+
+
+def test_tagging(files, model_dir, tmp_path):
+  config = config_for("tag", files, model_dir, tmp_path / "out")
+  results = finetune(config)
+  task_json = check_output_dir(config, results, "tag")
+  assert task_json["labels"] == ["B-CODE", "B-DEBUG", "I-CODE", "I-DEBUG", "O"]
+  assert task_json["pair"] is False
+  for name in ("f1", "precision", "recall"):
+    assert 0 <= results[f"dev_entity_{name}"] <= 1
+  assert 0 < results["dev_token_accuracy"] <= 1
+  assert set(results["dev_entity_per_type"]) <= {"CODE", "DEBUG"}
+  assert (results["train_examples"], results["dev_examples"]) == (32, 12)  # -DOCSTART- skipped
+
+
+def test_answer_v2_with_windows(files, model_dir, tmp_path):
+  config = config_for("answer", files, model_dir, tmp_path / "out")
+  results = finetune(config)
+  task_json = check_output_dir(config, results, "answer")
+  assert task_json["version_2_with_negative"] is True  # read from the file
+  assert {key: task_json[key] for key in ("max_query_length", "doc_stride", "max_answer_length",
+                                          "n_best_size", "null_score_diff_threshold")} == {
+      "max_query_length": 8, "doc_stride": 8, "max_answer_length": 30, "n_best_size": 20,
+      "null_score_diff_threshold": 0.0}
+  for prefix in ("", "has_answer_", "no_answer_"):
+    assert 0 <= results[f"dev_{prefix}exact_match"] <= results[f"dev_{prefix}f1"] <= 1
+  assert (results["train_examples"], results["dev_examples"]) == (12, 12)
+  predictions = read_json(config.output_dir, "predictions.json")
+  dev = json.load(open(files["answer"][1]))
+  contexts = {qa["id"]: paragraph["context"] for paragraph in dev["data"][0]["paragraphs"]
+              for qa in paragraph["qas"]}
+  assert set(predictions) == set(contexts)
+  for question_id, answer in predictions.items():
+    assert isinstance(answer, str) and answer in contexts[question_id]  # cut from the context
+
+
+def test_answer_defaults_are_run_squads():
+  config = FinetuneConfig(task="answer")
+  assert (config.seq_length, config.doc_stride, config.max_query_length) == (384, 128, 64)
+  assert FinetuneConfig().seq_length == 128
+
+
+# === The other encoder sources ===
+
+
+def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path):
+  loaded = trained.load_trained(model_dir)
+  hf_dir = export_huggingface(loaded.model, loaded.config, loaded.vocabulary,
+                              str(tmp_path / "hf"), lower_case=True)
+  config = config_for("tag", files, hf_dir, tmp_path / "out", epochs=1)
+  results = finetune(config)
+  assert results["best_epoch"] == 1 and 0 < results["dev_token_accuracy"] <= 1
+  assert read_json(config.output_dir, "bert_config.json")["hidden_size"] == 32
+
+
+def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
+                                                     write_tf1_checkpoint):
+  loaded = trained.load_trained(model_dir)
+  published = tmp_path / "uncased_L-2_H-32_A-2"
+  write_tf1_checkpoint(model_state(loaded.model, loaded.config), loaded.config, str(published))
+  shutil.copy(os.path.join(model_dir, "vocab.txt"), published / "vocab.txt")
+  config = config_for("regress", files, str(published), tmp_path / "out", epochs=1)
+  results = finetune(config)
+  assert results["best_epoch"] == 1 and -1 <= results["dev_pearson"] <= 1
+  with open(published / "vocab.txt") as mine, open(os.path.join(config.output_dir,
+                                                                "vocab.txt")) as copied:
+    assert mine.read() == copied.read()
+
+
+# === The Keras function ===
+
+
+def test_task_model_of_each_kind(model_dir):
+  features = {"token_ids": np.ones((4, 12), np.int32), "segment_ids": np.zeros((4, 12), np.int32),
+              "padding_mask": np.ones((4, 12), np.int32)}
+  shapes = {"regress": (4, 1), "tag": (4, 12, 3), "answer": (4, 2, 12)}
+  for task, shape in shapes.items():
+    model = task_model(model_dir, task, num_labels=3, train_steps=4)
+    assert model.predict(features, verbose=0).shape == shape, task
+  regressor = task_model(model_dir, "regress", train_steps=4, seq_length=16)
+  texts = ["stack frame", "class method value", "the line", "object"]
+  history = regressor.fit(regressor.text_features(texts), np.array([0.0, 1.0, 0.5, 1.0]),
+                          epochs=1, batch_size=2, verbose=0)
+  assert np.isfinite(history.history["loss"][0])
+
+
+# === Bad input ===
+
+
+def finetune_command(task, train_file, dev_file, model_dir, output_dir, *extra):
+  """The command in a fresh process, TensorFlow's logging left to it as for a user."""
+  return subprocess.run(
+      [sys.executable, "-m", "bert_tf.finetune", f"--task={task}", f"--model_dir={model_dir}",
+       f"--train_file={train_file}", f"--dev_file={dev_file}", f"--output_dir={output_dir}",
+       *extra], cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env={k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
+
+
+def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
+  not_a_number = tmp_path / "bad.tsv"
+  not_a_number.write_text("sentence1\tsentence2\tscore\nstack\tframe\thigh\n")
+  no_tag = tmp_path / "bad.conll"
+  no_tag.write_text("-DOCSTART- O\n\nstack B-DEBUG\nframe\n")
+  bad_start = squad_file(2)
+  bad_start["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
+  bad_squad = write_json(tmp_path / "bad.json", bad_start)
+  cases = [
+      ("regress", [files["regress"][0], str(not_a_number),
+                   "--text_columns=sentence1,sentence2", "--label_column=score"],
+       f"error: {not_a_number}, row 2: label 'high' is not a number (a regression task's "
+       "labels are)"),
+      ("tag", [files["tag"][0], str(no_tag)],
+       f"error: {no_tag}:4: 'frame' has no tag (a line is a word and its tag, the tag last)"),
+      ("answer", [bad_squad, files["answer"][1]], "error: " + bad_squad + ": question 'q2-0'"),
+      ("answer", [*files["answer"], "--seq_length=32", "--max_query_length=8",
+                  "--doc_stride=21"],
+       "error: --doc_stride 21 must be smaller than the room left for the context (21 tokens: "
+       "--seq_length 32 - --max_query_length 8 - 3)"),
+  ]
+  for task, (train_file, dev_file, *extra), message in cases:
+    output_dir = tmp_path / f"out_{task}"
+    result = finetune_command(task, train_file, dev_file, model_dir, output_dir, *extra)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), lines
+    assert not output_dir.exists()
+
+
+def test_a_dev_tag_never_trained_on_is_an_error(files, tmp_path):
+  dev = tmp_path / "dev.conll"
+  dev.write_text("stack B-TOOL\n")
+  with pytest.raises(UserError, match="has tags the training file has not: 'B-TOOL'"):
+    Tagging(FinetuneConfig(task="tag", train_file=files["tag"][0], dev_file=str(dev)))
