@@ -21,7 +21,6 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, finetune, task_model
-from bert_tf.finetune.tasks import Tagging
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
 from bert_tf.model.bert_config import BertConfig
@@ -236,12 +235,12 @@ def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
 def test_task_model_of_each_kind(model_dir):
   features = {"token_ids": np.ones((4, 12), np.int32), "segment_ids": np.zeros((4, 12), np.int32),
               "padding_mask": np.ones((4, 12), np.int32)}
-  shapes = {"regress": (4, 1), "tag": (4, 12, 3), "answer": (4, 2, 12)}
-  for task, shape in shapes.items():
+  for task, shape in {"tag": (4, 12, 3), "answer": (4, 2, 12)}.items():
     model = task_model(model_dir, task, num_labels=3, train_steps=4)
     assert model.predict(features, verbose=0).shape == shape, task
   regressor = task_model(model_dir, "regress", train_steps=4, seq_length=16)
   texts = ["stack frame", "class method value", "the line", "object"]
+  assert regressor.predict(regressor.text_features(texts), verbose=0).shape == (4, 1)
   history = regressor.fit(regressor.text_features(texts), np.array([0.0, 1.0, 0.5, 1.0]),
                           epochs=1, batch_size=2, verbose=0)
   assert np.isfinite(history.history["loss"][0])
@@ -262,8 +261,6 @@ def finetune_command(task, train_file, dev_file, model_dir, output_dir, *extra):
 def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
   not_a_number = tmp_path / "bad.tsv"
   not_a_number.write_text("sentence1\tsentence2\tscore\nstack\tframe\thigh\n")
-  no_tag = tmp_path / "bad.conll"
-  no_tag.write_text("-DOCSTART- O\n\nstack B-DEBUG\nframe\n")
   bad_start = squad_file(2)
   bad_start["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
   bad_squad = write_json(tmp_path / "bad.json", bad_start)
@@ -272,13 +269,8 @@ def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
                    "--text_columns=sentence1,sentence2", "--label_column=score"],
        f"error: {not_a_number}, row 2: label 'high' is not a number (a regression task's "
        "labels are)"),
-      ("tag", [files["tag"][0], str(no_tag)],
-       f"error: {no_tag}:4: 'frame' has no tag (a line is a word and its tag, the tag last)"),
-      ("answer", [bad_squad, files["answer"][1]], "error: " + bad_squad + ": question 'q2-0'"),
-      ("answer", [*files["answer"], "--seq_length=32", "--max_query_length=8",
-                  "--doc_stride=21"],
-       "error: --doc_stride 21 must be smaller than the room left for the context (21 tokens: "
-       "--seq_length 32 - --max_query_length 8 - 3)"),
+      ("answer", [bad_squad, files["answer"][1]],
+       f"error: {bad_squad}: question 'q2-0': answer "),
   ]
   for task, (train_file, dev_file, *extra), message in cases:
     output_dir = tmp_path / f"out_{task}"
@@ -289,8 +281,26 @@ def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
     assert not output_dir.exists()
 
 
-def test_a_dev_tag_never_trained_on_is_an_error(files, tmp_path):
-  dev = tmp_path / "dev.conll"
-  dev.write_text("stack B-TOOL\n")
-  with pytest.raises(UserError, match="has tags the training file has not: 'B-TOOL'"):
-    Tagging(FinetuneConfig(task="tag", train_file=files["tag"][0], dev_file=str(dev)))
+def test_each_kind_checks_its_files_before_anything_trains(files, tmp_path):
+  """The kinds' checks, as `finetune` meets them first (the command says each as one line)."""
+  no_tag, unseen_tag = tmp_path / "no_tag.conll", tmp_path / "unseen.conll"
+  no_tag.write_text("-DOCSTART- O\n\nstack B-DEBUG\nframe\n")
+  unseen_tag.write_text("stack B-TOOL\n")
+  cases = [
+      (dict(task="tag", dev_file=str(no_tag)),
+       f"{no_tag}:4: 'frame' has no tag (a line is a word and its tag, the tag last)"),
+      (dict(task="tag", dev_file=str(unseen_tag)),
+       f"{unseen_tag} has tags the training file has not: 'B-TOOL'"),
+      (dict(task="answer", seq_length=32, max_query_length=8, doc_stride=21),
+       "--doc_stride 21 must be smaller than the room left for the context (21 tokens: "
+       "--seq_length 32 - --max_query_length 8 - 3)"),
+  ]
+  for settings, message in cases:
+    task = settings["task"]
+    config = FinetuneConfig(**{"model_dir": "unused", "output_dir": str(tmp_path / "out"),
+                               "train_file": files[task][0], "dev_file": files[task][1],
+                               **settings})
+    with pytest.raises(UserError) as error:
+      finetune(config)
+    assert str(error.value) == message
+    assert not (tmp_path / "out").exists()

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.model import compile_task_model, load_pretrained
+from bert_tf.finetune.model import Pretrained, compile_task_model, load_pretrained
 from bert_tf.finetune.tasks import TaskKind, task_kind
 from bert_tf.runtime import preamble
 
@@ -89,14 +89,15 @@ def finetune(config: FinetuneConfig) -> dict:
   return results
 
 
-def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained, model: keras.Model,
-                     results: dict, best_outputs) -> None:
+def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained: Pretrained,
+                     model: keras.Model, results: dict, best_outputs) -> None:
   """The finished run's files in `config.output_dir` (see the module's docstring)."""
   directory = config.output_dir
   files.write_json(os.path.join(directory, "metrics.json"), results)
-  files.write_json(os.path.join(directory, "task.json"), {
-      "task": kind.name, "labels": list(kind.labels), "pair": kind.pair,
-      "seq_length": config.seq_length, "lower_case": pretrained.lower_case, **kind.task_json()})
+  task = {"task": kind.name, "labels": list(kind.labels), "pair": kind.pair,
+          "seq_length": config.seq_length, "lower_case": pretrained.lower_case,
+          **kind.task_json()}
+  files.write_json(os.path.join(directory, "task.json"), task)
   model.save_weights(os.path.join(directory, WEIGHTS_FILE))
   pretrained.config.to_json_file(os.path.join(directory, "bert_config.json"))
   tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, "vocab.txt"),
