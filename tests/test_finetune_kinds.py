@@ -10,8 +10,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -28,7 +26,7 @@ from bert_tf.model.pretraining import pretraining_model
 from bert_tf.model_dir import WEIGHTS_FILE
 from bert_tf.training.run_files import write_run_files
 from bert_tf.training.train_settings import TrainConfig
-from helpers import ENV, ROOT
+from helpers import run
 
 CODE = ["function", "class", "return", "value", "object", "method"]
 DEBUG = ["debugger", "breakpoint", "frame", "stack", "command", "line"]
@@ -152,6 +150,7 @@ def check_output_dir(config, results, task):
 # === Each kind ===
 
 
+@pytest.mark.e2e
 def test_regression(files, model_dir, tmp_path):
   config = config_for("regress", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -162,6 +161,7 @@ def test_regression(files, model_dir, tmp_path):
   assert (results["train_examples"], results["dev_examples"]) == (48, 16)
 
 
+@pytest.mark.e2e
 def test_tagging(files, model_dir, tmp_path):
   config = config_for("tag", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -175,6 +175,7 @@ def test_tagging(files, model_dir, tmp_path):
   assert (results["train_examples"], results["dev_examples"]) == (32, 12)  # -DOCSTART- skipped
 
 
+@pytest.mark.e2e
 def test_answer_v2_with_windows(files, model_dir, tmp_path):
   config = config_for("answer", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -205,6 +206,7 @@ def test_answer_defaults_are_run_squads():
 # === The other encoder sources ===
 
 
+@pytest.mark.e2e
 def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path):
   loaded = trained.load_trained(model_dir)
   hf_dir = export_huggingface(loaded.model, loaded.config, loaded.vocabulary,
@@ -215,6 +217,7 @@ def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path):
   assert read_json(config.output_dir, "bert_config.json")["hidden_size"] == 32
 
 
+@pytest.mark.e2e
 def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
                                                      write_tf1_checkpoint):
   loaded = trained.load_trained(model_dir)
@@ -232,6 +235,7 @@ def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
 # === The Keras function ===
 
 
+@pytest.mark.e2e
 def test_task_model_of_each_kind(model_dir):
   features = {"token_ids": np.ones((4, 12), np.int32), "segment_ids": np.zeros((4, 12), np.int32),
               "padding_mask": np.ones((4, 12), np.int32)}
@@ -251,13 +255,12 @@ def test_task_model_of_each_kind(model_dir):
 
 def finetune_command(task, train_file, dev_file, model_dir, output_dir, *extra):
   """The command in a fresh process, TensorFlow's logging left to it as for a user."""
-  return subprocess.run(
-      [sys.executable, "-m", "bert_tf.finetune", f"--task={task}", f"--model_dir={model_dir}",
-       f"--train_file={train_file}", f"--dev_file={dev_file}", f"--output_dir={output_dir}",
-       *extra], cwd=ROOT, capture_output=True, text=True, timeout=300,
-      env={k: v for k, v in ENV.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
+  return run(["-m", "bert_tf.finetune", f"--task={task}", f"--model_dir={model_dir}",
+              f"--train_file={train_file}", f"--dev_file={dev_file}",
+              f"--output_dir={output_dir}", *extra], timeout=300, as_user=True)
 
 
+@pytest.mark.e2e
 def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
   not_a_number = tmp_path / "bad.tsv"
   not_a_number.write_text("sentence1\tsentence2\tscore\nstack\tframe\thigh\n")

@@ -21,12 +21,19 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data import builtin_task
 from bert_tf.errors import UserError
-from bert_tf.finetune import (batches, data, heads, metrics, regression, squad, squad_answers,
-                              tagging)
+from bert_tf.finetune import (
+  batches,
+  data,
+  heads,
+  metrics,
+  regression,
+  squad,
+  squad_answers,
+  tagging,
+)
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.model import (Pretrained, classifier_model, compile_task_model,
-                                     load_pretrained)
+from bert_tf.finetune.model import Pretrained, classifier_model, compile_task_model, load_pretrained
 
 log = logging.getLogger("bert_tf")
 DEV_BATCH = 64
