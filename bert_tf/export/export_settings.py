@@ -13,7 +13,7 @@ FORMATS = ("savedmodel", "hf", "keras_hub")
 class ExportConfig:
   """Exporting a trained model; field names are the flag names."""
 
-  model_dir: str = setting("", "A train.py model_dir.")
+  model_dir: str = setting("", "A train.py model_dir, or a fine-tune's output_dir.")
   format: str = setting("savedmodel", "Export format: savedmodel (serving, raw text in), hf "
                         "(Hugging Face BertForPreTraining) or keras_hub (a preset).",
                         choices=FORMATS)
