@@ -19,8 +19,8 @@ log = logging.getLogger("bert_tf")
 
 def export(config: ExportConfig) -> None:
   config.check()
-  from bert_tf.export.finetuned import is_finetuned, load_finetuned
-  from bert_tf.export.trained import export, export_finetuned, load_trained
+  from bert_tf.export.trained import export, load_trained
+  from bert_tf.finetune.finetuned import export_finetuned, is_finetuned, load_finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if is_finetuned(config.model_dir):
     export_finetuned(load_finetuned(config.model_dir), config.format, config.output)

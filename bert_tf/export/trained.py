@@ -1,5 +1,4 @@
-"""A trained model as `train` left it in `model_dir`, or a fine-tuned one, and their export to
-every format."""
+"""A trained model as `train` left it in `model_dir`, and its export to every format."""
 
 import dataclasses
 import os
@@ -9,9 +8,7 @@ import keras
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.finetuned import Finetuned
 from bert_tf.export.savedmodel import export_savedmodel
-from bert_tf.finetune.export import export_task
 from bert_tf.interop.source import RunDirectory
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.model_dir import WEIGHTS_FILE
@@ -39,18 +36,6 @@ def load_trained(model_dir: str) -> Trained:
   model = pretraining_model(run.config)
   run.load_weights(model, run.config)
   return Trained(model, run.config, run.vocabulary, run.lower_case, run.settings["seq_length"])
-
-
-def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
-  """Writes a fine-tuned model as `savedmodel` (its task's signature) or `hf` (transformers'
-  class for its task) to `output`, atomically."""
-  if export_format == "savedmodel":
-    return export_task(finetuned.model, finetuned.task, finetuned.vocabulary, output)
-  if export_format == "hf":
-    from bert_tf.interop.huggingface import export_huggingface
-    return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
-                              lower_case=finetuned.task["lower_case"], task=finetuned.task)
-  raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
 
 
 def export(trained: Trained, export_format: str, output: str, top_k: int = 5) -> str:

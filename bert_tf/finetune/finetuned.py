@@ -1,6 +1,7 @@
 """A fine-tuned model as `python -m bert_tf.finetune` left it in its output_dir: task.json (the
 task's kind and settings), bert_config.json, vocab.txt and model.weights.h5 (the whole task
-model's weights, its head built by `finetune.model` / `finetune.heads`)."""
+model's weights, its head built by `finetune.model` / `finetune.heads`), and its export:
+`savedmodel` (the signature of its task) or `hf` (the transformers class of its task)."""
 
 import dataclasses
 import json
@@ -13,12 +14,13 @@ from bert_tf import model_dir
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune import heads
+from bert_tf.finetune.export import KINDS, export_task
 from bert_tf.finetune.model import classifier_model
+from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 
 TASK_FILE = "task.json"
-KINDS = ("classify", "regress", "tag", "answer")
 
 
 @dataclasses.dataclass
@@ -65,3 +67,14 @@ def load_finetuned(path: str) -> Finetuned:
   model = task_model(pretraining_model(config).get_layer("bert_encoder"), config, task)
   model.load_weights(file(model_dir.WEIGHTS_FILE))
   return Finetuned(model, config, vocabulary, task)
+
+
+def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
+  """Writes a fine-tuned model as `savedmodel` (its task's signature) or `hf` (transformers'
+  class for its task) to `output`, atomically."""
+  if export_format == "savedmodel":
+    return export_task(finetuned.model, finetuned.task, finetuned.vocabulary, output)
+  if export_format == "hf":
+    return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
+                              lower_case=finetuned.task["lower_case"], task=finetuned.task)
+  raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
