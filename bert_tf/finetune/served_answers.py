@@ -20,6 +20,9 @@ from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
 
 _NONE = float("-inf")
+# The score of no span: the float32 that unsorted_segment_max starts from, so that a question
+# without a span keeps it (-inf would become it).
+_NO_SPAN = tf.float32.min
 
 
 def _windows(query: tf.RaggedTensor, context: tf.RaggedTensor, *, seq_length: int,
@@ -98,7 +101,8 @@ class AnswerFinder(tf.Module):
                               training=False), tf.float32)
 
   def _best_spans(self, logits: tf.Tensor, windows: dict) -> tuple:
-    """Each window's best (score, start position, end position); score -inf without one."""
+    """Each window's best (score, start position, end position); score `_NO_SPAN` without
+    one."""
     positions = tf.range(self.seq_length, dtype=tf.int64)
     inside = positions[None, :] - windows["offset"][:, None]  # context token in the window
     in_context = (inside >= 0) & (inside < windows["length"][:, None])
@@ -108,7 +112,7 @@ class AnswerFinder(tf.Module):
     valid = (starts[:, :, None] & ends[:, None, :]
              & (positions[None, :] >= positions[:, None])
              & (positions[None, :] < positions[:, None] + self.max_answer_length))
-    scores = tf.where(valid, logits[:, 0, :, None] + logits[:, 1, None, :], _NONE)
+    scores = tf.where(valid, logits[:, 0, :, None] + logits[:, 1, None, :], _NO_SPAN)
     scores = tf.reshape(scores, [tf.shape(scores)[0], -1])
     best = tf.argmax(scores, axis=-1)
     return tf.reduce_max(scores, axis=-1), best // self.seq_length, best % self.seq_length
@@ -131,7 +135,7 @@ class AnswerFinder(tf.Module):
                  tf.size(window_best, out_type=tf.int64)), windows["question"], batch)
     null = tf.math.unsorted_segment_min(logits[:, 0, 0] + logits[:, 1, 0],
                                         windows["question"], batch)
-    has_answer = best > _NONE
+    has_answer = best > _NO_SPAN
     if self.allow_no_answer:
       has_answer &= null - best <= self.threshold
 
