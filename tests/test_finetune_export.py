@@ -153,24 +153,39 @@ def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, config, tmp_pat
 
 
 def test_bad_input_is_an_error(vocabulary, config, tmp_path):
-  model = heads.span_model(encoder(config, 6))
-  export_task(model, ANSWER_TASK, vocabulary, str(tmp_path / "export"))
+  """An empty batch, or inputs of different sizes, is an error that says so, for every
+  signature, and the model serves on after it."""
+  body = encoder(config, 6)
+  export_task(heads.span_model(body), ANSWER_TASK, vocabulary, str(tmp_path / "answer"))
+  export_task(heads.tagging_model(body, len(TAGS)),
+              {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16,
+               "lower_case": True}, vocabulary, str(tmp_path / "tag"))
+  export_task(heads.regression_model(body),
+              {"task": "regress", "labels": [], "pair": True, "seq_length": 16,
+               "lower_case": True}, vocabulary, str(tmp_path / "score"))
+  calls = [("answer", {"question": [], "context": []}),
+           ("answer", {"question": ["a", "b"], "context": ["c"]}),
+           ("tag", {"text": []}),
+           ("score", {"text_a": ["a"], "text_b": ["b", "c"]}),
+           ("answer", {"question": ["a"], "context": ["a b c"]})]
   script = (
       "import json, tensorflow as tf, tensorflow_text\n"
-      f"answer = tf.saved_model.load({str(tmp_path / 'export')!r}).signatures['answer']\n"
+      f"calls = json.loads({json.dumps(json.dumps(calls))})\n"
       "said = []\n"
-      "for question, context in [([], []), (['a', 'b'], ['c'])]:\n"
+      "for name, inputs in calls:\n"
+      f"  served = tf.saved_model.load({str(tmp_path)!r} + '/' + name).signatures[name]\n"
       "  try:\n"
-      "    answer(question=tf.constant(question, tf.string), "
-      "context=tf.constant(context, tf.string))\n"
+      "    out = served(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})\n"
+      "    said.append(out['answer'].numpy()[0].decode())\n"
       "  except tf.errors.InvalidArgumentError as e:\n"
       "    said.append(e.message)\n"
-      "out = answer(question=tf.constant(['a']), context=tf.constant(['a b c']))\n"
-      "print(json.dumps(said + [out['answer'].numpy()[0].decode()]))\n")
+      "print(json.dumps(said))\n")
   said = run_script(script)
-  assert "the batch is empty" in said[0]
+  assert "question: the batch is empty" in said[0]
   assert "context and question hold different numbers of texts" in said[1]
-  assert said[2] in ("a", "b", "c", "a b", "b c", "a b c")  # still serving after the errors
+  assert "text: the batch is empty" in said[2]
+  assert "text_b and text_a hold different numbers of texts" in said[3]
+  assert said[4] in ("a", "b", "c", "a b", "b c", "a b c")  # still serving after the errors
 
 
 # === Handed to transformers ===
