@@ -1,7 +1,9 @@
 """Exports a trained model: `python -m bert_tf.export --model_dir=... --format=... --output=...`.
 
 Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTraining`
-directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset).
+directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset). `--model_dir` may also be
+a fine-tune's output_dir (it has task.json): `savedmodel` then serves its task, and `hf` is the
+transformers class of its task.
 """
 
 import logging
@@ -18,9 +20,12 @@ log = logging.getLogger("bert_tf")
 def export(config: ExportConfig) -> None:
   config.check()
   from bert_tf.export.trained import export, load_trained
-  trained = load_trained(config.model_dir)
+  from bert_tf.finetune.finetuned import export_finetuned, is_finetuned, load_finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
-  export(trained, config.format, config.output, top_k=config.top_k)
+  if is_finetuned(config.model_dir):
+    export_finetuned(load_finetuned(config.model_dir), config.format, config.output)
+  else:
+    export(load_trained(config.model_dir), config.format, config.output, top_k=config.top_k)
   print(f"wrote {config.output}")
 
 

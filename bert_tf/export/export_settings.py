@@ -13,9 +13,10 @@ FORMATS = ("savedmodel", "hf", "keras_hub")
 class ExportConfig:
   """Exporting a trained model; field names are the flag names."""
 
-  model_dir: str = setting("", "A train.py model_dir.")
+  model_dir: str = setting("", "A train.py model_dir, or a fine-tune's output_dir.")
   format: str = setting("savedmodel", "Export format: savedmodel (serving, raw text in), hf "
-                        "(Hugging Face BertForPreTraining) or keras_hub (a preset).",
+                        "(Hugging Face BertForPreTraining, or a fine-tuned model's task class) "
+                        "or keras_hub (a preset).",
                         choices=FORMATS)
   output: str = setting("", "Directory to write (replaced if it exists).")
   top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")

@@ -1,6 +1,7 @@
-"""Hugging Face `BertForPreTraining` directories: export (config.json, model.safetensors,
-vocab.txt, tokenizer files) and import (for `--init_checkpoint`). Needs no torch: weights are
-read and written with safetensors' numpy API."""
+"""Hugging Face BERT directories: export (config.json, model.safetensors, vocab.txt, tokenizer
+files) of a pre-trained model as `BertForPreTraining` and of a fine-tuned one as the class
+transformers uses for its task, and import (for `--init_checkpoint`). Needs no torch: weights
+are read and written with safetensors' numpy API."""
 
 import json
 import os
@@ -13,7 +14,7 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.interop.state import load_state, model_state
+from bert_tf.interop.state import encoder_state, load_state, model_state
 from bert_tf.model.bert_config import BertConfig
 
 WEIGHTS = "model.safetensors"
@@ -47,18 +48,59 @@ def hf_config(config: BertConfig) -> dict:
   }
 
 
+# transformers' class for each fine-tuning task kind, and whether it has the pooler.
+TASK_CLASSES = {"classify": ("BertForSequenceClassification", True),
+                "regress": ("BertForSequenceClassification", True),
+                "tag": ("BertForTokenClassification", False),
+                "answer": ("BertForQuestionAnswering", False)}
+
+
+def task_config(config: BertConfig, task: dict) -> dict:
+  """config.json of the transformers class of a fine-tuned model of `task` (task.json)."""
+  values = {**hf_config(config), "architectures": [TASK_CLASSES[task["task"]][0]]}
+  values.pop("tie_word_embeddings")  # no MLM head to tie
+  if task["task"] == "regress":
+    return {**values, "num_labels": 1, "problem_type": "regression",
+            "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}
+  if task["task"] == "answer":
+    return values
+  labels = task["labels"]
+  values = {**values, "id2label": {str(i): label for i, label in enumerate(labels)},
+            "label2id": {label: i for i, label in enumerate(labels)}}
+  if task["task"] == "classify":
+    values["problem_type"] = "single_label_classification"
+  return values
+
+
+def task_state(model: keras.Model, config: BertConfig, task: dict) -> dict:
+  """The state of a fine-tuned model (`finetune.model`/`finetune.heads`) under the names of
+  its transformers class: the encoder (and for sequence classes the pooler) under `bert.`, the
+  head (`classifier` or `qa_outputs`, whose row 0 is the start's) as torch's Linear."""
+  state = encoder_state(model, config, pooler=TASK_CLASSES[task["task"]][1])
+  variables = {v.path: v for v in model.weights}
+  head = "qa_outputs" if task["task"] == "answer" else "classifier"
+  state[f"{head}.weight"] = np.asarray(variables[f"{head}/kernel"].numpy(), np.float32).T
+  state[f"{head}.bias"] = np.asarray(variables[f"{head}/bias"].numpy(), np.float32)
+  return {name: np.ascontiguousarray(value) for name, value in state.items()}
+
+
 def export_huggingface(model: keras.Model, config: BertConfig, vocabulary: Vocabulary,
-                       directory: str, *, lower_case: bool) -> str:
-  """Writes a directory that `BertForPreTraining.from_pretrained` and
-  `BertTokenizer.from_pretrained` load; atomically (temporary directory, then rename)."""
+                       directory: str, *, lower_case: bool, task: dict | None = None) -> str:
+  """Writes a directory that `BertTokenizer.from_pretrained` and, for a pre-training model,
+  `BertForPreTraining.from_pretrained` load, or, for a fine-tuned model of `task` (its
+  task.json), the class of `TASK_CLASSES`; atomically (temporary directory, then rename)."""
   from safetensors.numpy import save
 
+  if task is None:
+    state, values = model_state(model, config), hf_config(config)
+  else:
+    state, values = task_state(model, config, task), task_config(config, task)
   temporary = files.temporary_directory(directory)
   tf.io.gfile.makedirs(temporary)
   # Serialised in memory and written through tf.io.gfile: any file system, gs:// too.
   with tf.io.gfile.GFile(os.path.join(temporary, WEIGHTS), "wb") as f:
-    f.write(save(model_state(model, config), metadata={"format": "pt"}))
-  files.write_json(os.path.join(temporary, "config.json"), hf_config(config))
+    f.write(save(state, metadata={"format": "pt"}))
+  files.write_json(os.path.join(temporary, "config.json"), values)
   tf.io.gfile.copy(vocabulary.path, os.path.join(temporary, "vocab.txt"))
   files.write_json(os.path.join(temporary, "tokenizer_config.json"), {
       "tokenizer_class": "BertTokenizer", "do_lower_case": lower_case,

@@ -97,6 +97,17 @@ def model_state(model: keras.Model, config: BertConfig) -> dict:
           for path, (name, transform) in name_map(config).items()}
 
 
+def encoder_state(model: keras.Model, config: BertConfig, *, pooler: bool) -> dict:
+  """The canonical state of the encoder in `model` (a pre-training or a fine-tuned model),
+  under `bert.`; the pooler's only with `pooler`."""
+  variables = {v.path: v for v in model.weights}
+  return {name: np.ascontiguousarray(
+              _to_canonical(np.asarray(variables[path].numpy(), np.float32), transform,
+                            config.hidden_size))
+          for path, (name, transform) in name_map(config).items()
+          if name.startswith("bert.") and (pooler or not name.startswith("bert.pooler."))}
+
+
 # The parts of the pre-training model that a published checkpoint may lack, by the prefix of
 # their canonical names: a base model (BertModel) has no heads, a masked-LM one
 # (BertForMaskedLM) no NSP head and no pooler. Such a part starts from its initial weights.

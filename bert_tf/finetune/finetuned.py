@@ -1,0 +1,80 @@
+"""A fine-tuned model as `python -m bert_tf.finetune` left it in its output_dir: task.json (the
+task's kind and settings), bert_config.json, vocab.txt and model.weights.h5 (the whole task
+model's weights, its head built by `finetune.model` / `finetune.heads`), and its export:
+`savedmodel` (the signature of its task) or `hf` (the transformers class of its task)."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from bert_tf import model_dir
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.finetune import heads
+from bert_tf.finetune.export import KINDS, export_task
+from bert_tf.finetune.model import classifier_model
+from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.model.pretraining import pretraining_model
+
+TASK_FILE = "task.json"
+
+
+@dataclasses.dataclass
+class Finetuned:
+  model: keras.Model
+  config: BertConfig
+  vocabulary: Vocabulary
+  task: dict
+
+
+def is_finetuned(path: str) -> bool:
+  """Whether `path` is a fine-tune's output_dir: it has task.json."""
+  return tf.io.gfile.exists(os.path.join(path, TASK_FILE))
+
+
+def task_model(encoder: keras.Model, config: BertConfig, task: dict) -> keras.Model:
+  """The task model of `task`'s kind on `encoder`, as fine-tuning builds it."""
+  kind, labels = task["task"], task["labels"]
+  if kind == "classify":
+    return classifier_model(encoder, len(labels), initializer_range=config.initializer_range)
+  if kind == "regress":
+    return heads.regression_model(encoder, initializer_range=config.initializer_range)
+  if kind == "tag":
+    return heads.tagging_model(encoder, len(labels), initializer_range=config.initializer_range)
+  return heads.span_model(encoder, initializer_range=config.initializer_range)
+
+
+def load_finetuned(path: str) -> Finetuned:
+  """The fine-tuned model of the output_dir `path`; a one-line UserError for a file it lacks
+  or a task.json of no known kind."""
+  def file(name: str) -> str:
+    found = os.path.join(path, name)
+    if not tf.io.gfile.exists(found):
+      raise UserError(f"{path} has {TASK_FILE} but no {name}: is it a finished fine-tune's "
+                      "output_dir?")
+    return found
+
+  with tf.io.gfile.GFile(file(TASK_FILE)) as f:
+    task = json.load(f)
+  if not isinstance(task, dict) or task.get("task") not in KINDS:
+    raise UserError(f"{os.path.join(path, TASK_FILE)}: 'task' is none of {', '.join(KINDS)}")
+  config = BertConfig.from_json_file(file(model_dir.CONFIG_FILE))
+  vocabulary = Vocabulary(file(model_dir.VOCAB_FILE))
+  model = task_model(pretraining_model(config).get_layer("bert_encoder"), config, task)
+  model.load_weights(file(model_dir.WEIGHTS_FILE))
+  return Finetuned(model, config, vocabulary, task)
+
+
+def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
+  """Writes a fine-tuned model as `savedmodel` (its task's signature) or `hf` (transformers'
+  class for its task) to `output`, atomically."""
+  if export_format == "savedmodel":
+    return export_task(finetuned.model, finetuned.task, finetuned.vocabulary, output)
+  if export_format == "hf":
+    return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
+                              lower_case=finetuned.task["lower_case"], task=finetuned.task)
+  raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")

@@ -1,0 +1,264 @@
+"""The served signatures of the task kinds beside classification (`score`, `tag`, `answer`),
+loaded by a fresh process that imports only tensorflow and tensorflow_text, give what the
+Keras model and the Python post-processing give on the same raw text; bad input is an error;
+`python -m bert_tf.export --format=hf` on a fine-tune's output_dir writes the transformers
+class of its task, whose logits equal ours."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import files
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.finetune import heads, squad, squad_answers, tagging
+from bert_tf.finetune.data import TextEncoder
+from bert_tf.finetune.export import export_task
+from bert_tf.finetune.model import classifier_model
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.model.pretraining import pretraining_model
+from tests.helpers import run, run_script
+
+TAGS = ["B-ORG", "I-ORG", "O"]
+TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "x " * 40]
+CONTEXTS = [  # a long context: many windows of 32 tokens
+    "The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows the value.",
+    "Naïve Café: the résumé of a class method returns its object.",
+    ""]
+QUESTIONS = ["Where does the debugger stop?", "What does the method return?", "Anything?"]
+ANSWER_TASK = {"task": "answer", "labels": [], "pair": False, "seq_length": 32,
+               "lower_case": True, "max_query_length": 8, "doc_stride": 6,
+               "max_answer_length": 5, "n_best_size": 4, "null_score_diff_threshold": 0.0,
+               "version_2_with_negative": False}
+
+
+@pytest.fixture(scope="module")
+def vocabulary(vocab_file):
+  return Vocabulary(vocab_file)
+
+
+@pytest.fixture(scope="module")
+def config(vocabulary):
+  return BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
+                    num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+
+
+def encoder(config, seed):
+  keras.utils.set_random_seed(seed)
+  return pretraining_model(config).get_layer("bert_encoder")
+
+
+def served(directory, signature, **inputs):
+  """The outputs of `signature` of the SavedModel in `directory` on `inputs` (lists of
+  strings), from a process that imports only tensorflow and tensorflow_text."""
+  script = (
+      "import json, tensorflow as tf, tensorflow_text\n"
+      f"model = tf.saved_model.load({directory!r})\n"
+      f"inputs = json.loads({json.dumps(json.dumps(inputs))})\n"
+      f"out = model.signatures[{signature!r}](**{{k: tf.constant(v, tf.string) "
+      "for k, v in inputs.items()})\n"
+      "print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}, "
+      "default=bytes.decode))\n")
+  assert "bert_tf" not in script
+  return run_script(script)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_score_is_the_regression_models(vocabulary, config, tmp_path, pair):
+  model = heads.regression_model(encoder(config, 1))
+  task = {"task": "regress", "labels": [], "pair": pair, "seq_length": 24, "lower_case": True}
+  export_task(model, task, vocabulary, str(tmp_path / "export"))
+  texts = [TEXTS, ["a second text", "", "the frame and the stack"]][:1 + pair]
+  features = TextEncoder(vocabulary, lower_case=True, seq_length=24).features(
+      *[tf.constant(t) for t in texts])
+  expected = model(features, training=False).numpy()[:, 0]
+  names = ("text_a", "text_b") if pair else ("text",)
+  out = served(str(tmp_path / "export"), "score", **dict(zip(names, texts)))
+  np.testing.assert_allclose(out["score"], expected, atol=1e-5)
+
+
+def test_tag_gives_each_word_its_tag_and_offsets(vocabulary, config, tmp_path):
+  model = heads.tagging_model(encoder(config, 2), len(TAGS))
+  seq_length = 16
+  task = {"task": "tag", "labels": TAGS, "pair": False, "seq_length": seq_length,
+          "lower_case": True}
+  export_task(model, task, vocabulary, str(tmp_path / "export"))
+  out = served(str(tmp_path / "export"), "tag", text=TEXTS)
+  words = [out["words"][i][:n] for i, n in enumerate(out["num_words"])]
+  assert words[0] == ["Café", "naïve", ",", "résumé", "."]
+  assert words[1] == ["The", "Stack", "-", "Frame", "of", "an", "object"]
+  assert words[2] == ["x"] * 40
+  for text, row, starts, ends in zip(TEXTS, words, out["starts"], out["ends"]):
+    assert [text[s:e] for s, e in zip(starts[:len(row)], ends[:len(row)])] == row
+  assert out["starts"][1][:3] == [0, 5, 10]  # the double space kept
+  sentences = tagging.Sentences("served", words, [["O"] * len(row) for row in words])
+  features = tagging.tagging_features(sentences, TAGS, vocabulary, lower_case=True,
+                                      seq_length=seq_length)
+  predicted = model(features.features, training=False).numpy().argmax(-1)
+  expected = tagging.word_tags(predicted, features.first_pieces, TAGS)
+  assert [row[:n] for row, n in zip(out["tags"], out["num_words"])] == expected
+  assert expected[2][seq_length - 2:] == ["O"] * (40 - seq_length + 2)  # past the sequence
+
+
+def python_answers(model, vocabulary, task):
+  """The answers `squad_answers` chooses on the Keras model's logits of `squad_features`."""
+  questions = [squad.Question(str(i), q, i, ()) for i, q in enumerate(QUESTIONS)]
+  squad_file = squad.SquadFile("served", CONTEXTS, questions)
+  features = squad.squad_features(
+      squad_file, vocabulary, lower_case=True, seq_length=task["seq_length"],
+      doc_stride=task["doc_stride"], max_query_length=task["max_query_length"])
+  assert sum(window.question == 0 for window in features.windows) > 4  # the long context
+  logits = model.predict(features.features, verbose=0)
+  return squad_answers.best_answers(
+      squad_file, features, logits, allow_no_answer=task["version_2_with_negative"],
+      n_best=task["n_best_size"], max_answer_length=task["max_answer_length"],
+      null_score_diff_threshold=task["null_score_diff_threshold"])
+
+
+def check_answers(out, answers):
+  for i, text in enumerate(out["answer"]):
+    assert text == answers.predictions[str(i)]
+    if text:
+      best = next(c for c in answers.nbest[str(i)] if c["text"])
+      assert (out["start"][i], out["end"][i]) == (best["start"], best["end"])
+      assert CONTEXTS[i][best["start"]:best["end"]] == text  # as written
+      np.testing.assert_allclose(out["score"][i], best["start_logit"] + best["end_logit"],
+                                 rtol=1e-5)
+    assert out["has_answer"][i] == bool(text)
+
+
+def test_answer_is_the_python_selections_over_all_windows(vocabulary, config, tmp_path):
+  model = heads.span_model(encoder(config, 3))
+  export_task(model, ANSWER_TASK, vocabulary, str(tmp_path / "export"))
+  out = served(str(tmp_path / "export"), "answer", question=QUESTIONS, context=CONTEXTS)
+  answers = python_answers(model, vocabulary, ANSWER_TASK)
+  check_answers(out, answers)
+  assert out["answer"][0] and out["answer"][1] and out["answer"][2] == ""  # empty context
+
+
+def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, config, tmp_path):
+  model = heads.span_model(encoder(config, 5))
+  task = {**ANSWER_TASK, "version_2_with_negative": True}
+  differences = python_answers(model, vocabulary, task).null_score_diff
+  # A threshold between the questions' null score differences: some answered, some not.
+  task["null_score_diff_threshold"] = float(np.mean([differences["0"], differences["1"]]))
+  export_task(model, task, vocabulary, str(tmp_path / "export"))
+  out = served(str(tmp_path / "export"), "answer", question=QUESTIONS, context=CONTEXTS)
+  answers = python_answers(model, vocabulary, task)
+  check_answers(out, answers)
+  assert sorted(out["has_answer"][:2]) == [False, True]
+
+
+def test_bad_input_is_an_error(vocabulary, config, tmp_path):
+  """An empty batch, or inputs of different sizes, is an error that says so, for every
+  signature, and the model serves on after it."""
+  body = encoder(config, 6)
+  export_task(heads.span_model(body), ANSWER_TASK, vocabulary, str(tmp_path / "answer"))
+  export_task(heads.tagging_model(body, len(TAGS)),
+              {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16,
+               "lower_case": True}, vocabulary, str(tmp_path / "tag"))
+  export_task(heads.regression_model(body),
+              {"task": "regress", "labels": [], "pair": True, "seq_length": 16,
+               "lower_case": True}, vocabulary, str(tmp_path / "score"))
+  calls = [("answer", {"question": [], "context": []}),
+           ("answer", {"question": ["a", "b"], "context": ["c"]}),
+           ("tag", {"text": []}),
+           ("score", {"text_a": ["a"], "text_b": ["b", "c"]}),
+           ("answer", {"question": ["a"], "context": ["a b c"]})]
+  script = (
+      "import json, tensorflow as tf, tensorflow_text\n"
+      f"calls = json.loads({json.dumps(json.dumps(calls))})\n"
+      "said = []\n"
+      "for name, inputs in calls:\n"
+      f"  served = tf.saved_model.load({str(tmp_path)!r} + '/' + name).signatures[name]\n"
+      "  try:\n"
+      "    out = served(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})\n"
+      "    said.append(out['answer'].numpy()[0].decode())\n"
+      "  except tf.errors.InvalidArgumentError as e:\n"
+      "    said.append(e.message)\n"
+      "print(json.dumps(said))\n")
+  said = run_script(script)
+  assert "question: the batch is empty" in said[0]
+  assert "context and question hold different numbers of texts" in said[1]
+  assert "text: the batch is empty" in said[2]
+  assert "text_b and text_a hold different numbers of texts" in said[3]
+  assert said[4] in ("a", "b", "c", "a b", "b c", "a b c")  # still serving after the errors
+
+
+# === Handed to transformers ===
+
+
+def write_output_dir(directory, model, config, vocabulary, task):
+  """What a fine-tune leaves in its output_dir, as the fine-tuning contract says."""
+  os.makedirs(directory, exist_ok=True)
+  files.write_json(os.path.join(directory, "task.json"), task)
+  files.write_json(os.path.join(directory, "bert_config.json"), config.to_dict())
+  tf.io.gfile.copy(vocabulary.path, os.path.join(directory, "vocab.txt"))
+  model.save_weights(os.path.join(directory, "model.weights.h5"))
+  return directory
+
+
+@pytest.mark.parametrize("kind", ["classify", "regress", "tag", "answer"])
+def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp_path, kind):
+  import torch
+  import transformers
+
+  body = encoder(config, 7)
+  for weight in body.weights:  # biases and layer norms away from 0 and 1
+    weight.assign(weight + np.random.default_rng(0).normal(0, 0.02, weight.shape))
+  labels = {"classify": ["neg", "pos", "mixed"], "tag": TAGS}.get(kind, [])
+  model = {"classify": lambda: classifier_model(body, 3),
+           "regress": lambda: heads.regression_model(body),
+           "tag": lambda: heads.tagging_model(body, len(TAGS)),
+           "answer": lambda: heads.span_model(body)}[kind]()
+  task = {"task": kind, "labels": labels, "pair": False, "seq_length": 24, "lower_case": True,
+          **({key: ANSWER_TASK[key] for key in ANSWER_TASK if key not in (
+              "task", "labels", "pair", "seq_length", "lower_case")} if kind == "answer"
+             else {})}
+  output_dir = write_output_dir(str(tmp_path / "finetuned"), model, config, vocabulary, task)
+  hf_dir = str(tmp_path / "hf")
+  result = run(["-m", "bert_tf.export", f"--model_dir={output_dir}", "--format=hf",
+                f"--output={hf_dir}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+
+  class_name = {"classify": "BertForSequenceClassification",
+                "regress": "BertForSequenceClassification",
+                "tag": "BertForTokenClassification", "answer": "BertForQuestionAnswering"}[kind]
+  theirs, loading = getattr(transformers, class_name).from_pretrained(
+      hf_dir, output_loading_info=True)
+  assert not any(loading.values()), loading  # no missing, unexpected or mismatched weights
+  assert (theirs.bert.pooler is None) == (kind in ("tag", "answer"))
+  if labels:
+    assert theirs.config.id2label == dict(enumerate(labels))
+  if kind == "regress":
+    assert theirs.config.num_labels == 1 and theirs.config.problem_type == "regression"
+  features = TextEncoder(vocabulary, lower_case=True, seq_length=24).features(
+      tf.constant(TEXTS[:2]), tf.constant(["the stack frame", "an object"]))
+  ours = model(features, training=False)
+  if kind == "answer":  # the span head's raw output, before the context mask
+    raw = keras.Model(model.inputs, model.get_layer("start_end").output)
+    ours = raw(features, training=False)
+  theirs.eval()
+  with torch.no_grad():
+    output = theirs(input_ids=torch.tensor(features["token_ids"].numpy(), dtype=torch.long),
+                    token_type_ids=torch.tensor(features["segment_ids"].numpy(),
+                                                dtype=torch.long),
+                    attention_mask=torch.tensor(features["padding_mask"].numpy(),
+                                                dtype=torch.long))
+  if kind == "answer":
+    logits = np.stack([output.start_logits.numpy(), output.end_logits.numpy()], axis=1)
+  else:
+    logits = output.logits.numpy()
+  mask = features["padding_mask"].numpy().astype(bool)
+  ours = np.asarray(ours)
+  if kind == "tag":
+    ours, logits = ours[mask], logits[mask]
+  elif kind == "answer":
+    ours, logits = ours.transpose(0, 2, 1)[mask], logits.transpose(0, 2, 1)[mask]
+  np.testing.assert_allclose(logits, ours, atol=1e-5)
+  # A model with the head's rows swapped would not match: the comparison can fail.
+  if kind == "answer":
+    assert np.abs(ours[:, ::-1] - logits).max() > 1e-3
