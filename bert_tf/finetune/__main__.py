@@ -12,15 +12,12 @@ from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no
 
 def finetune(config: FinetuneConfig) -> None:
   from bert_tf.finetune.tasks import KINDS
-  from bert_tf.finetune.training import WEIGHTS_FILE, finetune
+  from bert_tf.finetune.training import finetune
   results = finetune(config)
-  kind = KINDS[config.task]
-  if config.task == "classify":
-    where = f"The classifier is in {config.output_dir}/export (signature classify)."
-  else:
-    where = f"The model is in {config.output_dir}/{WEIGHTS_FILE}."
+  signature = {"classify": "classify", "regress": "score", "tag": "tag", "answer": "answer"}
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "
-        f"{kind.summary(results)}. {where}")
+        f"{KINDS[config.task].summary(results)}. The model is in {config.output_dir}/export "
+        f"(signature {signature[config.task]}).")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from bert_tf.finetune import (
   squad_answers,
   tagging,
 )
-from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.model import Pretrained, classifier_model, compile_task_model, load_pretrained
 
@@ -137,8 +136,6 @@ class Classification(TaskKind):
 
   def write_outputs(self, model: keras.Model, directory: str, outputs) -> None:
     files.write_json(os.path.join(directory, "classes.json"), {"classes": self.labels})
-    export_classifier(model, self.text_encoder, self.labels, os.path.join(directory, "export"),
-                      pair=self.pair)
 
 
 class Regression(TaskKind):

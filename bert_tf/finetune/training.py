@@ -2,8 +2,8 @@
 command line, the same story for every kind of task (`tasks.py`): check the files, build the
 task model under the strategy, `model.fit` for the epochs with the dev figures after each,
 keep the best epoch's weights, and write the output_dir: metrics.json, task.json, the weights,
-the encoder's bert_config.json and vocab.txt, and what the kind adds (the `classify`
-SavedModel, answer's predictions.json)."""
+the encoder's bert_config.json and vocab.txt, what the kind adds (answer's
+predictions.json) and the SavedModel serving the kind's signature on raw text."""
 
 import logging
 import math
@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf import files
+from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.model import Pretrained, compile_task_model, load_pretrained
 from bert_tf.finetune.tasks import TaskKind, task_kind
@@ -103,3 +104,4 @@ def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained: Pretrai
   tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, "vocab.txt"),
                    overwrite=True)
   kind.write_outputs(model, directory, best_outputs)
+  export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
