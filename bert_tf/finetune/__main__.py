@@ -10,6 +10,10 @@ from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no
 
 
 def finetune(config: FinetuneConfig) -> None:
+  if config.sweeps:
+    from bert_tf.finetune import sweep
+    sweep.report(sweep.run(config))
+    return
   from bert_tf.finetune.training import finetune
   results = finetune(config)
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: dev accuracy "

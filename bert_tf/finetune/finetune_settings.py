@@ -9,10 +9,11 @@ from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
 from bert_tf.settings import check_choices, setting
 from bert_tf.runtime.runtime_settings import ExecutionConfig
+from bert_tf.finetune.sweep_settings import SweepConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
+class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig):
   """Fine-tuning an encoder on text classification; field names are the flag names."""
 
   model_dir: str = setting(

@@ -74,7 +74,7 @@ def finetune(config: FinetuneConfig) -> dict:
   train, dev, classes = data.read_task(
       builtin_task.resolve(config.train_file, config.data_dir, "train"),
       builtin_task.resolve(config.dev_file, config.data_dir, "dev"),
-      config.text_columns, config.label_column)
+      config.text_columns, config.label_column, header=not config.no_header)
   strategy = preamble.create(config)
   steps_per_epoch = math.ceil(len(train) / config.batch_size)
   train_steps = steps_per_epoch * config.epochs
