@@ -18,18 +18,21 @@ from bert_tf.finetune.glue import table, tasks  # noqa: E402
 
 def run_glue(config: FinetuneConfig) -> dict:
   """Every task present in --glue_dir fine-tuned and scored; returns the table's JSON."""
+  import tensorflow as tf
+
   from bert_tf import files
   from bert_tf.finetune import sweep
   present = tasks.present_tasks(config.glue_dir) if config.glue_dir else []
   if not present:
     raise UserError(f"no GLUE task in --glue_dir {config.glue_dir!r} (it holds CoLA/, "
                     "SST-2/, MRPC/, ... each with its train.tsv)")
-  entries = {}
+  entries, submission = {}, os.path.join(config.output_dir, "submission")
   for task in present:
     summary = sweep.run(dataclasses.replace(
         config, glue_task=task.name, output_dir=os.path.join(config.output_dir, task.directory)))
-    for path in summary.get("predictions", []):
-      files.copy(path, os.path.join(config.output_dir, "submission", os.path.basename(path)))
+    for path in summary["predictions"]:
+      tf.io.gfile.makedirs(submission)
+      files.copy(path, os.path.join(submission, os.path.basename(path)))
     entries[task.name] = table.task_entry(task, summary)
   results = table.glue_json(entries)
   files.write_json(os.path.join(config.output_dir, "glue.json"), results)

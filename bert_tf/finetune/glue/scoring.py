@@ -106,6 +106,7 @@ def write_predictions(path: str, indices: list[str], predictions: list, kind: st
   """The GLUE server's layout: a header row `index<TAB>prediction`, then a row per example."""
   rows = ["index\tprediction"] + [f"{index}\t{prediction_text(prediction, kind)}"
                                   for index, prediction in zip(indices, predictions)]
+  tf.io.gfile.makedirs(os.path.dirname(path))
   files.write_text(path, "\n".join(rows) + "\n")
 
 
