@@ -147,11 +147,15 @@ def test_predictions_in_the_servers_layout(tmp_path):
   assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t3.142\n1\t0.500\n"
 
 
-def test_a_file_without_index_is_numbered(tmp_path):
+def test_a_plain_file_to_predict_is_numbered_without_an_index(tmp_path):
   path = tmp_path / "plain.tsv"
   path.write_text("gj04\t1\t\tA sentence.\ngj04\t0\t*\tSentence a.\n")
-  assert scoring.read_test(str(path), ["3"], header=False) == (
-      ["0", "1"], (["A sentence.", "Sentence a."],))
+  config = FinetuneConfig(predict_file=str(path), text_columns="3", no_header=True)
+  assert sweep.to_predict(config, None) == [
+      ("predictions.tsv", ["0", "1"], (["A sentence.", "Sentence a."],))]
+  path.write_text("index\ttext\n7\tA sentence.\n9\tSentence a.\n")
+  assert sweep.to_predict(dataclasses.replace(config, no_header=False, text_columns="text"),
+                          None)[0][1] == ["7", "9"]
 
 
 def _runs(figures):

@@ -13,7 +13,7 @@ import numpy as np
 from bert_tf import files
 from bert_tf.finetune import training
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.glue import tasks
+from bert_tf.finetune.glue import scoring, tasks
 from bert_tf.finetune.sweep_settings import number_list
 
 log = logging.getLogger("bert_tf")
@@ -75,12 +75,12 @@ def _run_dir(config: FinetuneConfig, rate: float, size: int, seed: int, single: 
       config.output_dir, f"lr{rate:g}_batch{size}_seed{seed}")
 
 
-def _scores(config: FinetuneConfig, glue_task, results: dict) -> dict:
+def _scores(run_dir: str, glue_task, glue_dev, results: dict) -> dict:
+  """A run's dev figures: a GLUE task's own metrics, else metrics.json's figures."""
   if glue_task is None:
     return {name: value for name, value in results.items()
             if name.startswith("dev_") and name != "dev_examples" and isinstance(value, float)}
-  from bert_tf.finetune.glue import scoring
-  return scoring.dev_scores(glue_task, config.glue_dir, config.output_dir)
+  return scoring.dev_scores(glue_task, glue_dev, run_dir)
 
 
 def run(config: FinetuneConfig) -> dict:
@@ -91,7 +91,8 @@ def run(config: FinetuneConfig) -> dict:
   glue_task = tasks.glue_task(config.glue_task) if config.glue_task else None
   base = tasks.task_config(glue_task, config) if glue_task else config
   cells, seed_list = grid(config), seeds(config)
-  predicted = to_predict(base, glue_task)
+  predicted = to_predict(base, glue_task)  # read, as the dev sets, before anything trains
+  glue_dev = scoring.read_dev(glue_task, config.glue_dir) if glue_task else None
   runs = []
   for rate, size in cells:
     for seed in seed_list:
@@ -99,18 +100,16 @@ def run(config: FinetuneConfig) -> dict:
           base, learning_rate=rate, batch_size=size, seed=seed,
           output_dir=_run_dir(config, rate, size, seed, len(cells) * len(seed_list) == 1))
       results = training.finetune(run_config)
-      scores = _scores(run_config, glue_task, results)
+      scores = _scores(run_config.output_dir, glue_task, glue_dev, results)
       log.info("learning rate %g, batch %d, seed %d: %s", rate, size, seed,
                ", ".join(f"{name} {value:.4f}" for name, value in scores.items()))
       runs.append({"learning_rate": rate, "batch_size": size, "seed": seed,
                    "output_dir": run_config.output_dir, "scores": scores})
   summary = {"task": config.glue_task or None, "runs": runs, **summarize(runs)}
-  summary["predictions"] = []
-  if predicted:
-    from bert_tf.finetune.glue import scoring
-    summary["predictions"] = scoring.write_all(
-        predicted, summary["best"]["best_run"], kind=base_kind(base),
-        pair=len(base.text_columns.split(",")) == 2, output_dir=config.output_dir)
+  summary["predictions"] = scoring.write_all(
+      predicted, summary["best"]["best_run"], kind=base_kind(base),
+      pair=len(base.text_columns.split(",")) == 2, output_dir=config.output_dir
+  ) if predicted else []
   files.write_json(os.path.join(config.output_dir, "sweep.json"), summary)
   return summary
 
@@ -119,7 +118,6 @@ def to_predict(config: FinetuneConfig, glue_task) -> list:
   """`--predict_file` read before anything trains: [(file to write, indices, texts)]."""
   if not config.predict_file:
     return []
-  from bert_tf.finetune.glue import scoring
   if glue_task is not None:
     return scoring.read_test_files(glue_task, config.glue_dir)
   columns = [name.strip() for name in config.text_columns.split(",")]

@@ -77,9 +77,8 @@ class Predictor:
     return predictions
 
 
-def dev_scores(task: GlueTask, glue_dir: str, output_dir: str) -> dict:
-  """The fine-tuned run in `output_dir` scored on each of the task's dev sets."""
-  dev = read_dev(task, glue_dir)
+def dev_scores(task: GlueTask, dev: dict[str, data.Examples], output_dir: str) -> dict:
+  """The fine-tuned run in `output_dir` scored on each of the task's dev sets (`read_dev`)."""
   predict = Predictor(output_dir, task.kind, pair=len(task.text_columns) == 2)
   return scores(task, {name: examples.labels for name, examples in dev.items()},
                 {name: predict(examples.texts) for name, examples in dev.items()})

@@ -11,6 +11,7 @@ import dataclasses
 import os
 
 from bert_tf.errors import UserError
+from bert_tf.finetune.finetune_settings import FinetuneConfig
 
 # Metric names: the keys of a task's dev scores (`scoring.dev_scores`), prefixed with the dev
 # set's name where a task has two (MNLI's `matched_accuracy`).
@@ -104,7 +105,6 @@ def present_tasks(glue_dir: str) -> list[GlueTask]:
 def _kind_setting(task: GlueTask) -> dict:
   """The run's kind: FinetuneConfig's `task` field (classify, regress) where the build has it;
   without it every run classifies, so a regression task cannot run."""
-  from bert_tf.finetune.finetune_settings import FinetuneConfig
   if "task" in {field.name for field in dataclasses.fields(FinetuneConfig)}:
     return {"task": task.kind}
   if task.kind != "classify":
@@ -113,8 +113,8 @@ def _kind_setting(task: GlueTask) -> dict:
   return {}
 
 
-def task_config(task: GlueTask, config):
-  """`config` (a FinetuneConfig) with the task's training and first dev file, columns, header
+def task_config(task: GlueTask, config: FinetuneConfig) -> FinetuneConfig:
+  """`config` with the task's training and first dev file, columns, header
   and kind in place of its own."""
   return dataclasses.replace(
       config, train_file=task.path(config.glue_dir, task.train_file),
