@@ -51,13 +51,16 @@ class CorpusConfig(DataDirConfig, TextConfig):
 
 @dataclasses.dataclass(frozen=True)
 class ColumnsConfig:
-  """The columns of a labelled task's TSV files (a header row names them, as in GLUE's)."""
+  """The columns of a labelled task's TSV files, named by a header row (GLUE's) or numbered."""
 
   text_columns: str = setting(
       "text", "The text column, or two for a pair of texts (`sentence1,sentence2`).",
       change=NOTED)
   label_column: str = setting("label", "The label column (any strings; the classes are the "
                               "training file's sorted distinct labels).", change=NOTED)
+  no_header: bool = setting(False, "The files have no header row (CoLA's): the columns are "
+                            "numbered from 0, `--text_columns=3 --label_column=1`.",
+                            change=NOTED)
 
 
 @dataclasses.dataclass(frozen=True)

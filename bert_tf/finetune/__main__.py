@@ -11,6 +11,10 @@ from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no
 
 
 def finetune(config: FinetuneConfig) -> None:
+  if config.sweeps:
+    from bert_tf.finetune import sweep
+    sweep.report(sweep.run(config))
+    return
   from bert_tf.finetune.tasks import KINDS
   from bert_tf.finetune.training import finetune
   results = finetune(config)

@@ -1,10 +1,11 @@
 """A labelled task's TSV files, checked, and their examples as the classifier's features.
 
-Files are GLUE's format: tab-separated, a header row naming the columns, no quoting (a `"` is
-part of the text). Labels are strings; the classes are the training file's sorted distinct
-labels. Every mistake is a `UserError` naming the file, raised before anything trains.
-Tokenization is the pre-training tokenizer's, in the graph (`TextEncoder`), so that training,
-the Keras function and the exported `classify` signature see the same ids.
+Files are GLUE's format: tab-separated, a header row naming the columns (or none, CoLA's, the
+columns then numbered from 0), no quoting (a `"` is part of the text). Labels are strings; the
+classes are the training file's sorted distinct labels. Every mistake is a `UserError` naming
+the file, raised before anything trains. Tokenization is the pre-training tokenizer's, in the
+graph (`TextEncoder`), so that training, the Keras function and the exported `classify`
+signature see the same ids.
 """
 
 import csv
@@ -42,9 +43,9 @@ def column_names(text_columns: str) -> list[str]:
   return names
 
 
-def read_examples(path: str, text_columns: list[str], label_column: str) -> Examples:
-  """Reads a TSV file's text and label columns; raises `UserError` for a missing file or
-  column, a row of the wrong width, or a file without examples."""
+def read_rows(path: str, *, header: bool = True) -> tuple[list[str] | None, list[list[str]]]:
+  """(header row or None, example rows) of a TSV file, every row as wide as the first; raises
+  `UserError` for a missing or empty file, a row of another width, or no examples."""
   if not path:
     raise UserError("no file given: --train_file and --dev_file (or the probe's) are needed")
   if not tf.io.gfile.exists(path):
@@ -54,21 +55,39 @@ def read_examples(path: str, text_columns: list[str], label_column: str) -> Exam
   rows = list(csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE))
   rows = [row for row in rows if row]  # blank lines
   if not rows:
-    raise UserError(f"{path} is empty (it needs a header row and examples)")
-  header = rows[0]
-  missing = [name for name in [*text_columns, label_column] if name not in header]
-  if missing:
-    raise UserError(f"{path} has no column {', '.join(missing)} (its header: "
-                    f"{', '.join(header)})")
-  if len(rows) == 1:
+    raise UserError(f"{path} is empty (it needs {'a header row and ' * header}examples)")
+  names = rows.pop(0) if header else None
+  if not rows:
     raise UserError(f"{path} has a header row but no examples")
-  for line, row in enumerate(rows[1:], start=2):
-    if len(row) != len(header):
-      raise UserError(f"{path}, row {line}: {len(row)} fields, the header has {len(header)}")
-  indices = [header.index(name) for name in text_columns]
-  label = header.index(label_column)
-  return Examples(path, tuple([row[i] for row in rows[1:]] for i in indices),
-                  [row[label] for row in rows[1:]])
+  width, what = (len(names), "the header has") if header else (len(rows[0]), "row 1 has")
+  for line, row in enumerate(rows, start=1 + header):
+    if len(row) != width:
+      raise UserError(f"{path}, row {line}: {len(row)} fields, {what} {width}")
+  return names, rows
+
+
+def column_index(path: str, names: list[str] | None, column: str, width: int) -> int:
+  """Where `column` is: its name in the header, or, in a file without one, its number from 0."""
+  if names is not None:
+    if column not in names:
+      raise UserError(f"{path} has no column {column} (its header: {', '.join(names)})")
+    return names.index(column)
+  if not column.isdigit() or int(column) >= width:
+    raise UserError(f"{path} has no header row: give its columns by number, 0 to {width - 1} "
+                    f"(not {column!r})")
+  return int(column)
+
+
+def read_examples(path: str, text_columns: list[str], label_column: str, *,
+                  header: bool = True) -> Examples:
+  """Reads a TSV file's text and label columns, named by the header row or, with
+  `header=False`, numbered from 0; raises `UserError` for a missing file or column, a row of
+  the wrong width, or a file without examples."""
+  names, rows = read_rows(path, header=header)
+  indices = [column_index(path, names, name, len(rows[0])) for name in text_columns]
+  label = column_index(path, names, label_column, len(rows[0]))
+  return Examples(path, tuple([row[i] for row in rows] for i in indices),
+                  [row[label] for row in rows])
 
 
 def task_classes(train: Examples, dev: Examples) -> list[str]:
@@ -85,12 +104,12 @@ def task_classes(train: Examples, dev: Examples) -> list[str]:
   return classes
 
 
-def read_task(train_file: str, dev_file: str, text_columns: str,
-              label_column: str) -> tuple[Examples, Examples, list[str]]:
+def read_task(train_file: str, dev_file: str, text_columns: str, label_column: str, *,
+              header: bool = True) -> tuple[Examples, Examples, list[str]]:
   """(train, dev, classes) of a task, every file and label checked."""
   names = column_names(text_columns)
-  train = read_examples(train_file, names, label_column)
-  dev = read_examples(dev_file, names, label_column)
+  train = read_examples(train_file, names, label_column, header=header)
+  dev = read_examples(dev_file, names, label_column, header=header)
   return train, dev, task_classes(train, dev)
 
 

@@ -8,6 +8,7 @@ import dataclasses
 
 from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
+from bert_tf.finetune.sweep_settings import SweepConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig
 from bert_tf.settings import check_choices, setting
 
@@ -16,7 +17,7 @@ SEQ_LENGTH, ANSWER_SEQ_LENGTH = 128, 384
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig):
+class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig):
   """Fine-tuning an encoder on a task of any of the four kinds; field names are the flags."""
 
   task: str = setting(

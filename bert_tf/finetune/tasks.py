@@ -95,7 +95,7 @@ class Classification(TaskKind):
     self.train, self.dev, self.labels = data.read_task(
         builtin_task.resolve(config.train_file, config.data_dir, "train"),
         builtin_task.resolve(config.dev_file, config.data_dir, "dev"),
-        config.text_columns, config.label_column)
+        config.text_columns, config.label_column, header=not config.no_header)
     self.pair = len(self.train.texts) == 2
 
   def encode(self, pretrained: Pretrained) -> None:
@@ -147,8 +147,9 @@ class Regression(TaskKind):
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
     columns = data.column_names(config.text_columns)
-    self.train = data.read_examples(config.train_file, columns, config.label_column)
-    self.dev = data.read_examples(config.dev_file, columns, config.label_column)
+    self.train, self.dev = (
+        data.read_examples(path, columns, config.label_column, header=not config.no_header)
+        for path in (config.train_file, config.dev_file))
     self.train_targets, self.dev_targets = map(regression.targets, (self.train, self.dev))
     self.pair = len(columns) == 2
 
