@@ -105,12 +105,8 @@ def test_task_config_points_at_the_tasks_files(glue_dir):
   mnli = tasks.task_config(tasks.TASKS["mnli"], base)
   assert mnli.dev_file.endswith(os.path.join("MNLI", "dev_matched.tsv")) and not mnli.no_header
   assert (mnli.text_columns, mnli.label_column) == ("sentence1,sentence2", "gold_label")
-  if "task" in {field.name for field in dataclasses.fields(FinetuneConfig)}:
-    assert tasks.task_config(tasks.TASKS["stsb"], base).task == "regress"
-    assert mnli.task == "classify"
-  else:  # a build that fine-tunes classifiers only says so before anything trains
-    with pytest.raises(UserError, match="stsb is a regression task"):
-      tasks.task_config(tasks.TASKS["stsb"], base)
+  assert tasks.task_config(tasks.TASKS["stsb"], base).task == "regress"
+  assert mnli.task == "classify"
 
 
 def test_each_task_scored_by_its_own_metric():

@@ -65,11 +65,6 @@ def summarize(runs: list[dict]) -> dict:
   return {"cells": cells, "best": max(cells, key=lambda cell: cell["score"])}
 
 
-def base_kind(config: FinetuneConfig) -> str:
-  """The run's kind: classify unless the build's FinetuneConfig says otherwise (`task`)."""
-  return getattr(config, "task", "classify")
-
-
 def _run_dir(config: FinetuneConfig, rate: float, size: int, seed: int, single: bool) -> str:
   return config.output_dir if single else os.path.join(
       config.output_dir, f"lr{rate:g}_batch{size}_seed{seed}")
@@ -107,7 +102,7 @@ def run(config: FinetuneConfig) -> dict:
                    "output_dir": run_config.output_dir, "scores": scores})
   summary = {"task": config.glue_task or None, "runs": runs, **summarize(runs)}
   summary["predictions"] = scoring.write_all(
-      predicted, summary["best"]["best_run"], kind=base_kind(base),
+      predicted, summary["best"]["best_run"], kind=base.task,
       pair=len(base.text_columns.split(",")) == 2, output_dir=config.output_dir
   ) if predicted else []
   files.write_json(os.path.join(config.output_dir, "sweep.json"), summary)
