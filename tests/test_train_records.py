@@ -11,6 +11,7 @@ import signal
 import numpy as np
 import pytest
 
+from bert_tf.audit import audit
 from bert_tf.data import record_position
 from bert_tf.errors import UserError
 from bert_tf.prepare import PrepareConfig, prepare_records
@@ -170,3 +171,16 @@ def test_another_vocabulary_is_one_line(tmp_path, data_dir, vocab_file, records_
                                         records_pattern)))
   assert line.startswith("error: the records hold id ") and line.endswith(
       f", outside vocabulary {other} (1000 tokens)"), line
+
+
+def test_audit_measures_the_records(tmp_path, data_dir, vocab_file, records_pattern):
+  config = tiny_config(tmp_path, data_dir, vocab_file, records_pattern)
+  texts, summary = audit(config, num_examples=512, show_examples=2)
+  assert len(texts) == 2 and texts[0].split(":")[0] in ("IsNext", "NotNext")
+  assert "[MASK](" in texts[0] + texts[1]
+  assert summary["examples"] == 512
+  assert summary["masked_share"] == pytest.approx(0.15, abs=0.02)
+  assert summary["mask_token_share"] == pytest.approx(0.8, abs=0.05)
+  assert summary["is_next_share"] == pytest.approx(0.5, abs=0.1)
+  assert 0 < summary["padding_share"] < 1
+  assert "documents" not in summary  # records do not say which documents their pairs are of
