@@ -64,6 +64,7 @@ def uninterrupted(tmp_path_factory, data_dir, vocab_file, records_pattern):
   return model_dir, weights(model_dir)
 
 
+@pytest.mark.e2e
 def test_train_py_trains_on_records(uninterrupted):
   model_dir, _ = uninterrupted
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
@@ -75,6 +76,7 @@ def test_train_py_trains_on_records(uninterrupted):
   assert (epoch, file_rank, record_rank) == (0, 0, 63)
 
 
+@pytest.mark.e2e
 def test_sigkill_on_records_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir,
                                                        vocab_file, records_pattern):
   model_dir = str(tmp_path / "run")
@@ -93,6 +95,7 @@ def test_sigkill_on_records_then_rerun_resumes_exactly(uninterrupted, tmp_path, 
     np.testing.assert_allclose(resumed[name], expected[name], atol=1e-5, err_msg=name)
 
 
+@pytest.mark.e2e
 def test_remask_trains_with_the_records_shape(tmp_path, data_dir, vocab_file, records_pattern):
   config = tiny_config(tmp_path, data_dir, vocab_file, records_pattern, remask=True,
                        whole_word_masking=True)
@@ -104,6 +107,7 @@ def test_remask_trains_with_the_records_shape(tmp_path, data_dir, vocab_file, re
   assert recorded["remask"] is True
 
 
+@pytest.mark.e2e
 def test_switching_between_text_and_records_starts_the_new_stream(
     tmp_path, data_dir, vocab_file, records_pattern, caplog):
   records = tiny_config(tmp_path, data_dir, vocab_file, records_pattern)
@@ -133,6 +137,7 @@ def test_records_need_input_files(tmp_path, data_dir, vocab_file):
     trainer.train(config)
 
 
+@pytest.mark.e2e
 def test_eval_files_of_another_shape(tmp_path, data_dir, vocab_file, records_pattern,
                                      corpus_pattern):
   other = PrepareConfig(input_files=corpus_pattern, data_dir=data_dir, vocab_file=vocab_file,
@@ -156,12 +161,14 @@ def one_line_error(result) -> str:
   return line
 
 
+@pytest.mark.e2e
 def test_a_wrong_seq_length_is_one_line(tmp_path, data_dir, vocab_file, records_pattern):
   line = one_line_error(run(records_run(str(tmp_path / "run"), data_dir, vocab_file,
                                         records_pattern, "--seq_length=96")))
   assert "--seq_length=96 disagrees with the records, whose seq_length is 64" in line
 
 
+@pytest.mark.e2e
 def test_another_vocabulary_is_one_line(tmp_path, data_dir, vocab_file, records_pattern):
   # A smaller vocabulary with the same first tokens (a cased one, read by the in-process
   # check: tests/test_prepare.py).
@@ -173,6 +180,7 @@ def test_another_vocabulary_is_one_line(tmp_path, data_dir, vocab_file, records_
       f", outside vocabulary {other} (1000 tokens)"), line
 
 
+@pytest.mark.e2e
 def test_audit_measures_the_records(tmp_path, data_dir, vocab_file, records_pattern):
   config = tiny_config(tmp_path, data_dir, vocab_file, records_pattern)
   texts, summary = audit(config, num_examples=512, show_examples=2)
