@@ -24,6 +24,7 @@ def train(config: TrainConfig) -> None:
   import tensorflow as tf
 
   from bert_tf import settings
+  from bert_tf.data.data_settings import RECORDS
   from bert_tf.export import examples
   from bert_tf.runtime import checkpointing, failures, strategy
   from bert_tf.training import trainer
@@ -37,7 +38,8 @@ def train(config: TrainConfig) -> None:
       raise
     console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
   print(report.summary(metrics))
-  if strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver()):
+  chief = strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+  if chief and config.input_format != RECORDS:  # records hold no sentences to show
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
     print(examples.show_predictions(os.path.join(config.model_dir, "export"),
                                     config.input_files, config.input_format,

@@ -1,9 +1,11 @@
 """Shows what the pipeline feeds the model: `python -m bert_tf.audit --flagfile=...`.
 
-Takes `train.py`'s corpus and pipeline flags; prints the first examples as text with the masks
-visible, then the realised statistics over `--num_examples` (or, with `--json`, one JSON
-object). Notation in the text: `[MASK](word)` masked, `{other}(word)` replaced by a random
-token, `=word=` chosen but kept; `|` separates segment A from B.
+Takes `train.py`'s corpus and pipeline flags (or its records flags: `--input_format=tfrecord`);
+prints the first examples as text with the masks visible, then the realised statistics over
+`--num_examples` (or, with `--json`, one JSON object); from records, without the statistics of
+the documents the pairs came from, which records do not keep. Notation in the text:
+`[MASK](word)` masked, `{other}(word)` replaced by a random token, `=word=` chosen but kept;
+`|` separates segment A from B.
 """
 
 import collections
@@ -56,8 +58,10 @@ class Statistics:
     self.mask_id = mask_id
     self.counts = collections.Counter()
     self.documents = set()
+    self.with_pairs = True  # until a batch comes without the facts of its pairs
 
-  def add(self, features, labels, weights, facts) -> None:
+  def add(self, features, labels, weights, facts=None) -> None:
+    """A batch; `facts`: its pairs' documents, windows and short targets (text only)."""
     c = self.counts
     is_slot = weights["mlm"] > 0
     shown = np.take_along_axis(features["token_ids"], features["masked_positions"], axis=1)
@@ -70,6 +74,9 @@ class Statistics:
     c["is_next"] += int(labels["nsp"].sum())
     not_next = labels["nsp"] == 0
     c["not_next"] += int(not_next.sum())
+    self.with_pairs &= facts is not None
+    if not self.with_pairs:
+      return
     c["not_next_other"] += int(
         (not_next & (facts["document_a"] != facts["document_b"])).sum())
     c["short"] += int(facts["is_short"].sum())
@@ -79,38 +86,52 @@ class Statistics:
   def summary(self) -> dict:
     c = self.counts
     predicted = max(c["predicted"], 1)
-    return {
+    summary = {
         "examples": c["examples"],
         "masked_share": c["predicted"] / max(c["tokens"], 1),
         "mask_token_share": c["mask_token"] / predicted,
         "random_token_share": (c["predicted"] - c["mask_token"] - c["kept"]) / predicted,
         "kept_share": c["kept"] / predicted,
         "is_next_share": c["is_next"] / max(c["examples"], 1),
-        "not_next_other_document_share": c["not_next_other"] / max(c["not_next"], 1),
         "mean_tokens": c["tokens"] / max(c["examples"], 1),
         "padding_share": 1 - c["tokens"] / max(c["slots"], 1),
-        "short_sequence_share": c["short"] / max(c["examples"], 1),
-        "documents": len(self.documents),
     }
+    if self.with_pairs:
+      summary.update({
+          "not_next_other_document_share": c["not_next_other"] / max(c["not_next"], 1),
+          "short_sequence_share": c["short"] / max(c["examples"], 1),
+          "documents": len(self.documents),
+      })
+    return summary
+
+
+def audited_batches(config, vocabulary, batch_size: int):
+  """The batches a run of `config` trains on; from text with the facts of each pair."""
+  from bert_tf.data.data_settings import RECORDS, pipeline_options, records_options
+  from bert_tf.data.pipeline import pretraining_dataset
+  from bert_tf.data.record_dataset import records_dataset
+
+  if config.input_format == RECORDS:
+    return records_dataset(config.input_files, vocabulary, batch_size=batch_size,
+                           seed=config.seed, **records_options(config))
+  return pretraining_dataset(
+      config.input_files, vocabulary, batch_size=batch_size, seed=config.seed,
+      data_dir=config.data_dir, with_pairs=True, **pipeline_options(config))
 
 
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
-  from bert_tf.data.data_settings import pipeline_options
-  from bert_tf.data.pipeline import pretraining_dataset
   from bert_tf.training.preparation import prepare
 
-  vocabulary, _ = prepare(config)
-  dataset = pretraining_dataset(
-      config.input_files, vocabulary, batch_size=batch_size, seed=config.seed,
-      data_dir=config.data_dir, with_pairs=True, **pipeline_options(config))
+  config, vocabulary, _ = prepare(config)
+  dataset = audited_batches(config, vocabulary, batch_size)
   statistics = Statistics(vocabulary.mask_id)
   texts = []
   for batch in dataset.take(-(-num_examples // batch_size)).as_numpy_iterator():
-    features, labels, weights, facts = batch
+    features, labels, weights, *facts = batch
     texts.extend(example_text(vocabulary.tokens, features, labels, weights, row)
                  for row in range(min(show_examples - len(texts), len(labels["nsp"]))))
-    statistics.add(features, labels, weights, facts)
+    statistics.add(features, labels, weights, *facts)
   return texts, statistics.summary()
 
 

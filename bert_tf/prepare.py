@@ -19,6 +19,7 @@ from bert_tf import console
 
 if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
   console.start(sys.argv)
+from bert_tf.data.data_settings import COMPRESSIONS, RECORDS  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 from bert_tf.training.train_settings import TrainConfig  # noqa: E402
@@ -38,10 +39,13 @@ class PrepareConfig(TrainConfig):
                              "(original BERT's --dupe_factor).")
   num_output_files: int = setting(16, "Record files written, the examples dealt in turn.")
   output_compression: str = setting("", "Compress the record files: GZIP or ZLIB.",
-                                    choices=("", "GZIP", "ZLIB"))
+                                    choices=COMPRESSIONS)
 
   def check(self) -> None:
     super().check()
+    if self.input_format == RECORDS:
+      raise UserError("bert_tf.prepare writes records from a text corpus: give its "
+                      "--input_format (sentence_per_line or paragraph_per_line)")
     if not self.output:
       raise UserError("--output is required: the directory to write the records to")
     if min(self.dupe_factor, self.num_output_files) <= 0:
@@ -107,7 +111,7 @@ def prepare_records(config: PrepareConfig) -> dict:
   does not exist), then writes the records with progress by records."""
   from bert_tf.training.preparation import prepare
 
-  vocabulary, _ = prepare(config)
+  _, vocabulary, _ = prepare(config)
   start = time.monotonic()
 
   def report(written):

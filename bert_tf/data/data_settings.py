@@ -1,6 +1,7 @@
 """The data settings: how the corpus's text reads (`TextConfig`), where the corpus is
 (`CorpusConfig`), the vocabulary learned from it (`VocabularyConfig`), how examples are made
-from it (`PipelineConfig`), and the columns of a labelled task's files (`ColumnsConfig`).
+from it (`PipelineConfig`) or read from original BERT's records (`RecordsConfig`), and the
+columns of a labelled task's files (`ColumnsConfig`).
 
 Each setting is declared here once (see `bert_tf.settings`); `train.py`, `bert_tf.vocab` and
 `bert_tf.audit` take their flags from these classes. No TensorFlow import: a flagfile is read
@@ -12,11 +13,13 @@ import dataclasses
 from bert_tf.errors import UserError
 from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
 
-INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")
+INPUT_FORMATS = ("sentence_per_line", "paragraph_per_line")  # the layouts of a text corpus
+RECORDS = "tfrecord"  # the other input: original BERT's pre-training records (docs/records.md)
 # About 8 MiB of text a piece (`pieces.py`): some 50,000 sentences, enough that opening a piece
 # costs nothing next to tokenizing it, and small enough that a resumed run recomputes little
 # and a 100 MB corpus still makes a dozen pieces to share between input pipelines.
 PIECE_BYTES = 8 << 20
+COMPRESSIONS = ("", "GZIP", "ZLIB")  # of record files, as tf.data.TFRecordDataset's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +28,10 @@ class TextConfig:
 
   input_format: str = setting(
       "sentence_per_line", "sentence_per_line: one sentence a line, blank lines between "
-      "documents. paragraph_per_line: each line a document, split into sentences.",
-      choices=INPUT_FORMATS, change=STREAM)
+      "documents. paragraph_per_line: each line a document, split into sentences. tfrecord: "
+      "original BERT's pre-training records (create_pretraining_data.py's, or "
+      "bert_tf.prepare's), seq_length and max_predictions_per_seq taken from them.",
+      choices=(*INPUT_FORMATS, RECORDS), change=STREAM)
   do_lower_case: bool = setting(True, "Lower-case and strip accents (uncased model).",
                                 change=STREAM)
 
@@ -109,7 +114,9 @@ class PipelineConfig(TextConfig):
       raise UserError(f"seq_length {self.seq_length} is too short (at least 8)")
     if not 0 < self.masked_lm_prob < 1:
       raise UserError(f"masked_lm_prob {self.masked_lm_prob} is not in (0, 1)")
-    needed = -(-int(round(self.masked_lm_prob * self.seq_length * 1000)) // 1000)
+    # Records bring their own prediction slots; re-masking fills at most as many.
+    needed = 0 if self.input_format == RECORDS else (
+        -(-int(round(self.masked_lm_prob * self.seq_length * 1000)) // 1000))
     if self.max_predictions_per_seq < needed:
       raise UserError(
           f"max_predictions_per_seq {self.max_predictions_per_seq} is below "
@@ -126,8 +133,32 @@ class PipelineConfig(TextConfig):
                       "positive")
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordsConfig:
+  """How original BERT's records are read (--input_format=tfrecord; docs/records.md)."""
+
+  record_compression: str = setting("", "The records' compression: GZIP or ZLIB (none: plain "
+                                    "TFRecords).", choices=COMPRESSIONS, change=STREAM)
+  remask: bool = setting(False, "Mask the records anew each epoch (true tokens back, then "
+                         "--masked_lm_prob, the 80/10/10 rates and --whole_word_masking), "
+                         "instead of the masks they were written with.", change=STREAM)
+
+  def check(self) -> None:
+    check_choices(self)
+
+
 def pipeline_options(config: PipelineConfig) -> dict:
   """The `PipelineConfig` settings of `config` (a `TrainConfig`, say), as keyword arguments
   of `pretraining_dataset`."""
   return {field.name: getattr(config, field.name)
           for field in dataclasses.fields(PipelineConfig)}
+
+
+def records_options(config) -> dict:
+  """The settings of a `TrainConfig` that `records_dataset` takes, as keyword arguments."""
+  return dict(compression=config.record_compression, remask=config.remask,
+              seq_length=config.seq_length,
+              max_predictions_per_seq=config.max_predictions_per_seq,
+              masked_lm_prob=config.masked_lm_prob, mask_token_rate=config.mask_token_rate,
+              random_token_rate=config.random_token_rate,
+              whole_word_masking=config.whole_word_masking)

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import records
+from bert_tf.data.data_settings import COMPRESSIONS
 from bert_tf.data.records import RecordShape
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -103,7 +104,7 @@ def _check_lengths(columns: dict, where: str) -> None:
 def check_files(files: list[str], compression: str) -> tuple[RecordShape, dict]:
   """Reads the first record of every file and a sample from the first files: their shape
   and the sample's arrays. Empty files are a warning, unless all are."""
-  if compression not in records.COMPRESSIONS:
+  if compression not in COMPRESSIONS:
     raise UserError(f"unknown record compression {compression!r}: use GZIP or ZLIB")
   sample, shapes, empty = {}, {}, []
   for path in files:

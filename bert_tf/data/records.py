@@ -21,8 +21,6 @@ WEIGHT_FEATURE = "masked_lm_weights"  # [max_predictions] float32
 LABEL_FEATURE = "next_sentence_labels"  # [1] int64: 0 IsNext, 1 NotNext
 FEATURE_NAMES = SEQUENCE_FEATURES + PREDICTION_FEATURES + (WEIGHT_FEATURE, LABEL_FEATURE)
 
-COMPRESSIONS = ("", "GZIP", "ZLIB")  # as tf.data.TFRecordDataset's compression_type
-
 
 @dataclasses.dataclass(frozen=True)
 class RecordShape:

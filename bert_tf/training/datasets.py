@@ -1,13 +1,15 @@
-"""The run's three streams of pre-training batches, all made by `pretraining_dataset` from the
-run's settings: the training stream (sharded over input pipelines, resumable), the held-out
-batches (--eval_files, or the --eval_fraction documents) and the fresh batches the final
-figures are measured on."""
+"""The run's three streams of pre-training batches, made from the run's settings by
+`pretraining_dataset` from text or by `records_dataset` from original BERT's records
+(--input_format=tfrecord): the training stream (sharded over input pipelines, resumable), the
+held-out batches (--eval_files, or the --eval_fraction documents or records) and the fresh
+batches the final figures are measured on."""
 
 import tensorflow as tf
 
-from bert_tf.data.data_settings import pipeline_options
+from bert_tf.data.data_settings import RECORDS, pipeline_options, records_options
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.pipeline import pretraining_dataset
+from bert_tf.data.record_dataset import records_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.runtime import strategy as strategy_lib
@@ -17,8 +19,11 @@ from bert_tf.training.train_settings import TrainConfig
 def batches(config: TrainConfig, vocabulary: Vocabulary, file_patterns: str, *,
             batch_size: int, seed: int, held_out: bool = False, **options) -> tf.data.Dataset:
   """An endless stream of `file_patterns`' batches. With --eval_fraction, of the held-out
-  documents (`held_out`) or of all the others."""
+  documents or records (`held_out`) or of all the others."""
   split = Holdout(config.eval_fraction, held_out) if config.eval_fraction else None
+  if config.input_format == RECORDS:
+    return records_dataset(file_patterns, vocabulary, batch_size=batch_size, seed=seed,
+                           repeat=True, holdout=split, **options, **records_options(config))
   return pretraining_dataset(
       file_patterns, vocabulary, batch_size=batch_size, seed=seed, repeat=True,
       data_dir=config.data_dir, holdout=split, **options, **pipeline_options(config))

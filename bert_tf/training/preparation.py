@@ -1,14 +1,17 @@
-"""Everything a run checks and builds before the model exists: the settings, the corpus, the
-held-out data, the model_dir, the vocabulary (learned from the corpus when it does not exist
-yet) and the model's shape. Cheap checks come first, so that a mistake costs seconds."""
+"""Everything a run checks and builds before the model exists: the settings, the corpus (or
+the records, against the vocabulary), the held-out data, the model_dir, the vocabulary (learned
+from a text corpus when it does not exist yet) and the model's shape. Cheap checks come first,
+so that a mistake costs seconds."""
 
+import dataclasses
 import logging
 import os
 
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import corpus
+from bert_tf.data import builtin_corpus, corpus, record_checks
+from bert_tf.data.data_settings import RECORDS
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.data.vocabulary_learner import build_vocabulary
 from bert_tf.errors import UserError
@@ -43,13 +46,52 @@ def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
   return bert_config
 
 
-def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
-  """Checks every input; returns the vocabulary (built first when `vocab_file` does not
-  exist yet) and the model's shape."""
+def record_shaped(config: TrainConfig, vocabulary: Vocabulary) -> TrainConfig:
+  """Checks the records (--input_files, and --eval_files) against each other and the
+  vocabulary; `config` with their seq_length and max_predictions_per_seq in place of the
+  defaults (a value given otherwise is an error)."""
+  checked = {name: record_checks.check_records(corpus.list_files(patterns), vocabulary,
+                                               config.record_compression)
+             for name, patterns in (("input_files", config.input_files),
+                                    ("eval_files", config.eval_files)) if patterns}
+  shape = checked["input_files"]
+  if checked.get("eval_files", shape) != shape:
+    held_out = checked["eval_files"]
+    raise UserError(f"the --eval_files records hold {held_out.seq_length} tokens and "
+                    f"{held_out.max_predictions_per_seq} predictions, the --input_files records "
+                    f"{shape.seq_length} and {shape.max_predictions_per_seq}")
+  fields = {field.name: field for field in dataclasses.fields(config)}
+  found = {"seq_length": shape.seq_length,
+           "max_predictions_per_seq": shape.max_predictions_per_seq}
+  defaulted = {name: value for name, value in found.items()
+               if getattr(config, name) == fields[name].default}
+  config = dataclasses.replace(config, **defaulted)
+  shape.check_settings(config.seq_length, config.max_predictions_per_seq)
+  log.info("Records of %d tokens and %d predictions each", shape.seq_length,
+           shape.max_predictions_per_seq)
+  return config
+
+
+def _check_corpus(config: TrainConfig) -> None:
+  if config.input_format != RECORDS:
+    corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
+                           config.input_format, needed=2 if config.nsp else 1)
+    evaluation.check_held_out(config)
+    return
+  if config.input_files == builtin_corpus.NAME:
+    raise UserError("--input_format=tfrecord reads --input_files as records: give them (the "
+                    "built-in corpus is text)")
+  if not tf.io.gfile.exists(config.vocab_file):
+    raise UserError(f"--vocab_file {config.vocab_file} does not exist: records are read with "
+                    "the vocabulary they were made with")
+
+
+def prepare(config: TrainConfig) -> tuple[TrainConfig, Vocabulary, BertConfig]:
+  """Checks every input; returns the settings (with the records' shape when the input is
+  records), the vocabulary (built first when `vocab_file` does not exist yet) and the
+  model's shape."""
   config.check()
-  corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
-                         config.input_format, needed=2 if config.nsp else 1)
-  evaluation.check_held_out(config)
+  _check_corpus(config)
   probe.check_probe(config)
   _check_model_dir(config.model_dir)
   if not tf.io.gfile.exists(config.vocab_file):
@@ -58,7 +100,9 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
                      lower_case=config.do_lower_case, input_format=config.input_format,
                      min_token_count=config.min_token_count, data_dir=config.data_dir)
   vocabulary = Vocabulary(config.vocab_file)
+  if config.input_format == RECORDS:
+    config = record_shaped(config, vocabulary)
   bert_config = model_shape(config, vocabulary)
   init_checkpoint.check(config.init_checkpoint, bert_config)
   init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
-  return vocabulary, bert_config
+  return config, vocabulary, bert_config

@@ -10,6 +10,8 @@ file system). Each difference is one line, and each setting declares what changi
 - stream (the corpus, seq_length, masking, NSP, the seed, ...): the recorded data position
   indexes the old stream of examples, so the stream starts afresh at the first piece of the
   next epoch of the new one, and a line says so (phase 2 on phase 1's model_dir goes this way);
+  between text and records (--input_format=tfrecord) the recorded position is of another kind
+  and means nothing to the new stream, which starts at its beginning;
 - noted (train_steps, the learning rate, evaluation, checkpointing, ...): said, nothing else.
 The table: docs/reliability.md.
 """
@@ -22,8 +24,9 @@ import os
 import tensorflow as tf
 
 from bert_tf import files, settings
-from bert_tf.data import corpus, stream_position
+from bert_tf.data import corpus, record_position, stream_position
 from bert_tf.data.data_position import DataPosition
+from bert_tf.data.data_settings import RECORDS
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.bert_config import BertConfig
@@ -58,6 +61,8 @@ class RunChanges:
   """The outcome of `compare`: whether the stream of examples changed, and where it stood."""
 
   stream_changed: bool = False
+  reads_records: bool = False  # the new stream's positions are record positions
+  kind_changed: bool = False  # from text to records or back: the old position means nothing
 
   def restart_stream(self, data_position: DataPosition, checkpointer) -> None:
     """After the restore: a changed stream starts at the next epoch's first example. Saved at
@@ -67,13 +72,18 @@ class RunChanges:
     if not self.stream_changed:
       return
     step = checkpointer.step
+    positions = record_position if self.reads_records else stream_position
     consumed = data_position.last_consumed.numpy()
-    epoch = max(stream_position.decode(key)[0] for key in consumed) + 1 if (
-        consumed >= 0).any() else 0
+    epoch = max(positions.decode(key)[0] for key in consumed) + 1 if (
+        (consumed >= 0).any() and not self.kind_changed) else 0
     data_position.last_consumed.assign(
-        tf.fill(consumed.shape, tf.constant(stream_position.encode(epoch, 0, 0) - 1, tf.int64)))
-    log.info("The stream of examples changed: step %d trains on it from the start of its "
-             "epoch %d, not where the old stream stood", step, epoch)
+        tf.fill(consumed.shape, tf.constant(positions.encode(epoch, 0, 0) - 1, tf.int64)))
+    if self.kind_changed:
+      log.info("The input changed between text and records: step %d trains on the %s from "
+               "their beginning", step, "records" if self.reads_records else "text")
+    else:
+      log.info("The stream of examples changed: step %d trains on it from the start of its "
+               "epoch %d, not where the old stream stood", step, epoch)
     checkpointer.save()
 
 
@@ -99,7 +109,10 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
                         f"{setting_changes.shown(after)}", change))
   for line, change in differences:
     log.info("Changed since %s last trained: %s (%s)", config.model_dir, line, _MEANING[change])
-  return RunChanges(any(change == settings.STREAM for _, change in differences))
+  reads_records = config.input_format == RECORDS
+  read_records = recorded_settings.get("input_format") == RECORDS
+  return RunChanges(any(change == settings.STREAM for _, change in differences),
+                    reads_records=reads_records, kind_changed=reads_records != read_records)
 
 
 def _model_differences(model_dir: str, bert_config: BertConfig,

@@ -10,7 +10,7 @@ docs/training.md; the design behind the settings: docs/design.md.
 
 import dataclasses
 
-from bert_tf.data.data_settings import PipelineConfig, VocabularyConfig
+from bert_tf.data.data_settings import RECORDS, PipelineConfig, RecordsConfig, VocabularyConfig
 from bert_tf.errors import UserError
 from bert_tf.model.model_settings import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
@@ -49,8 +49,8 @@ class ProbeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, PipelineConfig,
-                  VocabularyConfig):
+class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, RecordsConfig,
+                  PipelineConfig, VocabularyConfig):
   """Everything one run needs; field names are `train.py`'s flag names.
 
   The defaults are a small BERT on the built-in corpus in minutes on a laptop, with original
@@ -91,11 +91,16 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Pi
     """Rejects settings that could only fail or train wrongly, before any file is read: each
     group's own fields (its `check`), this class's, then every check across settings of
     different groups, all of them here."""
-    for group in (PipelineConfig, ModelConfig, OptimizerConfig, ProbeConfig):
+    for group in (PipelineConfig, RecordsConfig, ModelConfig, OptimizerConfig, ProbeConfig):
       group.check(self)
     if min(self.checkpoint_every, self.keep_checkpoints, self.log_every, self.eval_steps) <= 0:
       raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
                       "positive")
+    if self.input_format != RECORDS and (self.remask or self.record_compression):
+      raise UserError("--remask and --record_compression are for records: give "
+                      "--input_format=tfrecord")
+    if self.input_format == RECORDS and not self.nsp:
+      raise UserError("--nonsp is not for records: they hold their pairs and labels")
     if self.eval_files and self.eval_fraction:
       raise UserError("give --eval_files or --eval_fraction, not both")
     if not 0 <= self.eval_fraction < 1:

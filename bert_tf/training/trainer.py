@@ -31,7 +31,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
-    vocabulary, bert_config = preparation.prepare(config)
+    config, vocabulary, bert_config = preparation.prepare(config)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
                                   accumulation_steps=config.gradient_accumulation_steps):
