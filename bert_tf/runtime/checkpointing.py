@@ -90,6 +90,9 @@ class Checkpointer:
                                           seed_states=_random_states(model),
                                           data_position=data_position)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
+    # Called before each save: what a run resumed from the checkpoint must find on disk up to
+    # its step (the training curves), written before the checkpoint can be named the latest.
+    self.before_save = []
 
   @property
   def step(self) -> int:
@@ -171,6 +174,8 @@ class Checkpointer:
     checkpoint stays the latest, and a re-run resumes from it."""
     if not self.weights_are_finite():
       raise TrainingStopped(f"weights are not finite at step {self.step}: not saved")
+    for write in self.before_save:
+      write()
     try:
       return self.manager.save(checkpoint_number=self.step)
     except tf.errors.OpError as e:

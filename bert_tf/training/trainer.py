@@ -46,6 +46,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
       changes.restart_stream(data_position, checkpointer)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
     monitor = RunMonitor(config, vocabulary, bert_config)
+    checkpointer.before_save.append(monitor.write_curves)  # on disk before a save names them
     fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, monitor)
     return finishing.finish(model, config, vocabulary, monitor)
 

@@ -227,7 +227,7 @@ class TrainingCurves(StepCounter):
   def __init__(self, path: str):
     super().__init__()
     self.path = path
-    self._records = []
+    self._records = None  # read from the file when training begins
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)
@@ -235,16 +235,20 @@ class TrainingCurves(StepCounter):
                      if record["step"] <= self.step]
 
   def on_epoch_end(self, epoch, logs=None):
-    self._write()
+    self.write()
 
   def on_train_end(self, logs=None):
-    self._write()
+    self.write()
 
   def add(self, record: dict) -> None:
     """Keeps a record (a window's, a held-out evaluation's) for the next write."""
     self._records.append(record)
 
-  def _write(self):
+  def write(self) -> None:
+    """Rewrites the file with the records kept (nothing before training begins: the file's
+    records are not read yet)."""
+    if self._records is None:
+      return
     files.write_text(self.path, "".join(json.dumps(r) + "\n" for r in self._records))
 
 

@@ -26,7 +26,7 @@ class RunMonitor:
     logs = os.path.join(config.model_dir, "logs")
     self.clock = run_time.Clock()
     self.curves = callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"))
-    tensorboard = callbacks_lib.TensorBoardScalars(os.path.join(logs, "train"))
+    self.tensorboard = callbacks_lib.TensorBoardScalars(os.path.join(logs, "train"))
     shown = [progress.Progress(config.train_steps,
                                every_steps=progress.lines_every(config.train_steps,
                                                                 config.log_every))
@@ -34,7 +34,7 @@ class RunMonitor:
     self.window = callbacks_lib.TrainingWindow(
         config.log_every, global_batch_size=config.global_batch_size,
         seq_length=config.seq_length, learning_rate=optimization.schedule_for(config),
-        clock=self.clock, listeners=[tensorboard.add, self.curves.add,
+        clock=self.clock, listeners=[self.tensorboard.add, self.curves.add,
                                      *[line.add for line in shown]],
         flops_per_sequence=model_flops_per_sequence(bert_config, config.seq_length,
                                                     config.max_predictions_per_seq),
@@ -49,7 +49,14 @@ class RunMonitor:
     self._after_checkpoints = [
         *([callbacks_lib.Timed(self.held_out, self.clock, run_time.EVALUATIONS)]
           if self.held_out else []),
-        self.curves, tensorboard, *shown]  # the curves written after the evaluation
+        self.curves, self.tensorboard, *shown]  # the curves written after the evaluation
+
+  def write_curves(self) -> None:
+    """Writes the training records so far (history.jsonl, TensorBoard's `train` run): before
+    each checkpoint, so that a run resumed from it, after a kill or a stop at any step, finds
+    every record up to its step."""
+    self.curves.write()
+    self.tensorboard.writer.flush()
 
   def _timed_probe(self, config: TrainConfig, vocabulary: Vocabulary):
     run_probe = probe.for_run(config, vocabulary)
