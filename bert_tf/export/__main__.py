@@ -17,10 +17,12 @@ log = logging.getLogger("bert_tf")
 
 def export(config: ExportConfig) -> None:
   config.check()
-  from bert_tf.export.trained import export, load_trained
+  from bert_tf.export.trained import export, load_trained, verify
   trained = load_trained(config.model_dir)
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   export(trained, config.format, config.output, top_k=config.top_k)
+  if not config.skip_verify:
+    print(verify(trained, config.format, config.output))
   print(f"wrote {config.output}")
 
 
