@@ -19,13 +19,16 @@ log = logging.getLogger("bert_tf")
 
 def export(config: ExportConfig) -> None:
   config.check()
-  from bert_tf.export.trained import export, load_trained
+  from bert_tf.export.trained import export, load_trained, verify
   from bert_tf.finetune.finetuned import export_finetuned, is_finetuned, load_finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if is_finetuned(config.model_dir):
     export_finetuned(load_finetuned(config.model_dir), config.format, config.output)
   else:
-    export(load_trained(config.model_dir), config.format, config.output, top_k=config.top_k)
+    trained = load_trained(config.model_dir)
+    export(trained, config.format, config.output, top_k=config.top_k)
+    if not config.skip_verify:
+      print(verify(trained, config.format, config.output))
   print(f"wrote {config.output}")
 
 

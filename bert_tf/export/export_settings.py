@@ -20,6 +20,8 @@ class ExportConfig:
                         choices=FORMATS)
   output: str = setting("", "Directory to write (replaced if it exists).")
   top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")
+  skip_verify: bool = setting(False, "Do not load the export as its user will and compare its "
+                              "ids and outputs with the trained model's.")
 
   def check(self) -> None:
     """Rejects settings that could only fail, before any file is read."""

@@ -4,6 +4,8 @@ Signatures:
   fill_mask(text)           -> tokens [batch, masks, top_k] string, probabilities (float32)
   is_next(text_a, text_b)   -> probability [batch] that text_b follows text_a
   encode(text_a, text_b)    -> pooled_output [batch, hidden], sequence_output [batch, seq, hidden]
+  tokenize(text_a, text_b)  -> token_ids, segment_ids, padding_mask [batch, seq]: what `encode`
+                               feeds the encoder
 Inputs longer than the sequence length are truncated as in training (the longer segment
 first), from the end. Loading needs `import tensorflow_text` first (its ops are in the graph).
 """
@@ -107,6 +109,11 @@ class ServingModule(tf.Module):
     return {"pooled_output": encoded["pooled_output"],
             "sequence_output": encoded["sequence_output"]}
 
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
+                                tf.TensorSpec([None], tf.string, name="text_b")])
+  def tokenize(self, text_a, text_b):
+    return self._model_inputs(text_a, text_b)
+
 
 def export_savedmodel(model: keras.Model, vocabulary: Vocabulary, directory: str, *,
                       seq_length: int, lower_case: bool, top_k: int = 5) -> str:
@@ -118,7 +125,8 @@ def export_savedmodel(model: keras.Model, vocabulary: Vocabulary, directory: str
                          top_k=top_k)
   temporary = files.temporary_directory(directory)
   tf.saved_model.save(module, temporary, signatures={
-      "fill_mask": module.fill_mask, "is_next": module.is_next, "encode": module.encode})
+      "fill_mask": module.fill_mask, "is_next": module.is_next, "encode": module.encode,
+      "tokenize": module.tokenize})
   tf.io.gfile.makedirs(os.path.join(temporary, "assets"))
   tf.io.gfile.copy(vocabulary.path, os.path.join(temporary, "assets", "vocab.txt"),
                    overwrite=True)

@@ -8,6 +8,7 @@ import keras
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.interop.source import RunDirectory
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -53,3 +54,10 @@ def export(trained: Trained, export_format: str, output: str, top_k: int = 5) ->
     return export_keras_hub(trained.model, trained.config, trained.vocabulary, output,
                             lower_case=trained.lower_case, seq_length=trained.seq_length)
   raise UserError(f"unknown export format {export_format!r}: use savedmodel, hf or keras_hub")
+
+
+def verify(trained: Trained, export_format: str, output: str) -> str:
+  """Checks the export in `output` against `trained` (`verification.py`); returns the line
+  saying so, or raises UserError."""
+  return verify_pretraining_export(export_format, output, trained.model, trained.vocabulary,
+                                   lower_case=trained.lower_case, seq_length=trained.seq_length)

@@ -10,6 +10,7 @@ from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
+from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.model_dir import METRICS_FILE
 from bert_tf.training import datasets
 from bert_tf.training.train_settings import TrainConfig
@@ -42,6 +43,10 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
   files.write_text(os.path.join(config.model_dir, "summary.txt"),
                    report.summary(metrics) + "\n")
   log.info("Writing the serving SavedModel to %s", os.path.join(config.model_dir, "export"))
-  export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
-                    seq_length=config.seq_length, lower_case=config.do_lower_case)
+  export = export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
+                             seq_length=config.seq_length, lower_case=config.do_lower_case)
+  if not config.skip_verify:
+    log.info(verify_pretraining_export("savedmodel", export, model, vocabulary,
+                                       lower_case=config.do_lower_case,
+                                       seq_length=config.seq_length))
   return metrics

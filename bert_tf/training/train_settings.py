@@ -84,6 +84,8 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Re
   peak_tflops: float = setting(0.0, "The device's dense peak TFLOP/s at this precision, all "
                                "devices together: model-FLOPs utilisation is logged with it.",
                                change=NOTED)
+  skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
+                              "the Keras model after writing it.", change=NOTED)
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
                           "terminal, a line every few steps otherwise.", change=NOTED)
 

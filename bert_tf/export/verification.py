@@ -1,0 +1,271 @@
+"""Exports that check themselves: what was written, loaded the way its user will load it, gives
+the pre-training tokenizer's ids and the Keras model's outputs (docs/serving.md#verified-exports).
+
+`verify` is the comparison for any export: examples in, a callable for the Keras reference and
+one for the loaded export, each returning named results (ids compared exactly, arrays within a
+tolerance). `verify_pretraining_export` supplies both callables for the three formats of the
+pre-training model.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+
+import keras
+import numpy as np
+
+from bert_tf.data.pairing import trimmed_lengths
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+
+# (text_a, text_b): accents, CJK, numbers, cased words, and a pair longer than any training
+# sequence length, so that truncation is exercised. text_b "" is a single text.
+EXAMPLES = (
+    ("Café naïve résumé, Ångström and Dvořák.", "Größe über Zürich; señor niño."),
+    ("北京大学的学生在东京学习日本語。", "ソウル and 서울 are the same city."),
+    ("In 1984, 3.14159 of 2,718 items cost $42.50 (about 12%).", ""),
+    ("The Python Language Reference describes the syntax. " * 40,
+     "Each statement is executed in order, one after another. " * 25),
+)
+# Texts with a [MASK] for the MLM head (the SavedModel's fill_mask).
+MASKED = ("The [MASK] statement is used for conditional execution.",
+          "Café [MASK] 北京 1984.")
+
+# Largest difference allowed between an export's outputs and the Keras model's. Each output's
+# difference is its largest absolute one, divided by the output's largest magnitude when that
+# is above 1 (MLM logits), so that it measures float32 rounding at any scale.
+TOLERANCES = {
+    # The same TensorFlow kernels, in another order of summation once the graph is optimised.
+    "savedmodel": 1e-4,
+    # torch's kernels (and transformers' erf GELU) sum in another order than TensorFlow's.
+    "hf": 1e-4,
+    # keras-hub's BertBackbone computes GELU with the tanh approximation, ours with erf
+    # (about 1e-3 apart on a small model): an export with wrong weights is far outside.
+    "keras_hub": 2e-2,
+}
+
+Results = dict  # name -> list of id lists (names ending in "ids") or a float array
+
+
+def verify(export_name: str, reference: Callable[[], Results], loaded: Callable[[], Results],
+           tolerance: float) -> str:
+  """Compares what the export gives (`loaded()`) with the reference (`reference()`): the
+  results named `*ids` exactly, the others within `tolerance`. Returns the line saying so;
+  raises UserError naming the first difference otherwise."""
+  expected, got = reference(), loaded()
+  largest, where = 0.0, ""
+  for name, value in got.items():
+    if name.endswith("ids"):
+      for index, (ours, theirs) in enumerate(zip(expected[name], value, strict=True)):
+        if list(ours) != list(theirs):
+          raise UserError(f"{export_name} export failed verification: its {name} of example "
+                          f"{index} are {_start(theirs)}, the pre-training tokenizer's "
+                          f"{_start(ours)}")
+      continue
+    difference = _difference(np.asarray(expected[name]), np.asarray(value))
+    if difference >= largest:
+      largest, where = difference, name
+  if not largest <= tolerance:
+    raise UserError(f"{export_name} export failed verification: its {where} differs from the "
+                    f"Keras model's by {largest:.1e} (tolerance {tolerance:.0e})")
+  return (f"verified: {export_name} ids equal, largest output difference {largest:.1e} "
+          f"({where}; tolerance {tolerance:.0e})")
+
+
+def _difference(expected: np.ndarray, got: np.ndarray) -> float:
+  if expected.shape != got.shape:
+    return float("inf")
+  scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+  return float(np.max(np.abs(expected - got), initial=0.0)) / scale
+
+
+def _start(ids) -> str:
+  ids = list(ids)
+  return f"{ids[:12]}{' ...' if len(ids) > 12 else ''} ({len(ids)} ids)"
+
+
+# === The pre-training model's exports ===
+
+
+def verify_pretraining_export(export_format: str, directory: str, model: keras.Model,
+                              vocabulary: Vocabulary, *, lower_case: bool,
+                              seq_length: int) -> str:
+  """Verifies the `savedmodel`, `hf` or `keras_hub` export in `directory` of the pre-training
+  `model`; returns the line saying so."""
+  reference = KerasReference(model, vocabulary, lower_case, seq_length)
+  loaders = {"savedmodel": lambda: saved_model_results(directory),
+             "hf": lambda: huggingface_results(directory, reference),
+             "keras_hub": lambda: keras_hub_results(directory, reference)}
+  return verify(export_format, reference.results, loaders[export_format],
+                TOLERANCES[export_format])
+
+
+class KerasReference:
+  """The pre-training tokenizer's ids and the Keras model's outputs on EXAMPLES and MASKED."""
+
+  def __init__(self, model: keras.Model, vocabulary: Vocabulary, lower_case: bool,
+               seq_length: int):
+    self.model, self.vocabulary, self.seq_length = model, vocabulary, seq_length
+    tokenizer = vocabulary.tokenizer(lower_case)
+    self.text_ids = [tokenizer.tokenize([text]).flat_values.numpy().tolist()
+                     for pair in EXAMPLES for text in pair]
+    self.pairs = [self._pair(a, b) for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
+    self.masked = [self._masked(tokenizer, text) for text in MASKED]
+
+  def _pair(self, ids_a: list[int], ids_b: list[int]) -> tuple[list[int], list[int]]:
+    """[CLS] a [SEP] (b [SEP]), truncated as in training; (token ids, segment ids)."""
+    budget = self.seq_length - 2 - (1 if ids_b else 0)
+    fit_a, fit_b = (int(n) for n in trimmed_lengths(len(ids_a), len(ids_b), budget))
+    cls, sep = self.vocabulary.cls_id, self.vocabulary.sep_id
+    token_ids = [cls, *ids_a[:fit_a], sep] + ([*ids_b[:fit_b], sep] if ids_b else [])
+    return token_ids, [0] * (fit_a + 2) + [1] * (len(token_ids) - fit_a - 2)
+
+  def _masked(self, tokenizer, text: str) -> list[int]:
+    """[CLS] left [MASK] right [SEP], as fill_mask tokenizes a text with one [MASK]."""
+    left, right = (tokenizer.tokenize([part]).flat_values.numpy().tolist()
+                   for part in text.split("[MASK]"))
+    return [self.vocabulary.cls_id, *left, self.vocabulary.mask_id, *right,
+            self.vocabulary.sep_id]
+
+  def results(self) -> Results:
+    encoder = self.model.get_layer("bert_encoder")
+    pooled, sequence, nsp, mlm = [], [], [], []
+    examples = self.pairs + [(ids, [0] * len(ids)) for ids in self.masked]
+    for index, (token_ids, segment_ids) in enumerate(examples):
+      inputs = model_inputs(token_ids, segment_ids)
+      positions = (mlm_positions(token_ids) if index < len(self.pairs)
+                   else [token_ids.index(self.vocabulary.mask_id)])
+      outputs = self.model({**inputs, "masked_positions": np.array([positions], np.int32)},
+                           training=False)
+      encoded = encoder(inputs, training=False)
+      pooled.append(encoded["pooled_output"].numpy()[0])
+      sequence.append(encoded["sequence_output"].numpy()[0])
+      nsp.append(outputs["nsp"].numpy()[0])
+      mlm.append(outputs["mlm"].numpy()[0])
+    count = len(self.pairs)
+    masked_logits = np.stack([logits[0] for logits in mlm[count:]])  # at each [MASK]
+    return {
+        "token_ids": [ids for ids, _ in self.pairs],
+        "text_ids": self.text_ids,
+        "pooled_output": np.stack(pooled[:count]),
+        "sequence_output": np.concatenate(sequence[:count]),
+        "nsp_logits": np.stack(nsp[:count]),
+        "is_next": _softmax(np.stack(nsp[:count]))[:, 1],
+        "mlm_logits": np.concatenate(mlm[:count]),
+        "fill_mask": _softmax(masked_logits).max(axis=-1),  # the top prediction's probability
+    }
+
+
+def model_inputs(token_ids: Sequence[int], segment_ids: Sequence[int]) -> dict:
+  """One example as a batch of one."""
+  return {"token_ids": np.array([token_ids], np.int32),
+          "segment_ids": np.array([segment_ids], np.int32),
+          "padding_mask": np.ones([1, len(token_ids)], np.int32)}
+
+
+def mlm_positions(token_ids: Sequence[int]) -> list[int]:
+  """Where the MLM logits of an example are compared: its first token, middle and last."""
+  return [1, len(token_ids) // 2, len(token_ids) - 2]
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+  exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+# A fresh process with tensorflow and tensorflow-text only, as a server or a user loads the
+# SavedModel: argv = the examples' JSON, the SavedModel, the results' JSON to write.
+_LOAD_SAVED_MODEL = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  registers the tokenizer's ops
+
+with open(sys.argv[1]) as f:
+  given = json.load(f)
+served = tf.saved_model.load(sys.argv[2])
+results = {"token_ids": [], "pooled_output": [], "sequence_output": [], "is_next": [],
+           "fill_mask": []}
+for text_a, text_b in given["examples"]:
+  pair = {"text_a": tf.constant([text_a]), "text_b": tf.constant([text_b])}
+  tokenized = served.signatures["tokenize"](**pair)
+  results["token_ids"].append(tokenized["token_ids"][0].numpy().tolist())
+  encoded = served.signatures["encode"](**pair)
+  results["pooled_output"].append(encoded["pooled_output"][0].numpy().tolist())
+  results["sequence_output"] += encoded["sequence_output"][0].numpy().tolist()
+  results["is_next"].append(float(served.signatures["is_next"](**pair)["probability"][0]))
+for text in given["masked"]:
+  filled = served.signatures["fill_mask"](text=tf.constant([text]))
+  results["fill_mask"].append(float(filled["probabilities"][0, 0, 0]))
+with open(sys.argv[3], "w") as f:
+  json.dump(results, f)
+"""
+
+
+def saved_model_results(directory: str) -> Results:
+  """The SavedModel's signatures on EXAMPLES and MASKED, loaded in a fresh process."""
+  with tempfile.TemporaryDirectory() as scratch:
+    given, answered = os.path.join(scratch, "examples.json"), os.path.join(scratch, "out.json")
+    with open(given, "w") as f:
+      json.dump({"examples": EXAMPLES, "masked": MASKED}, f)
+    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL",
+                                                                          "2")}
+    process = subprocess.run([sys.executable, "-c", _LOAD_SAVED_MODEL, given, directory,
+                              answered], capture_output=True, text=True, env=environment)
+    if process.returncode:
+      last = (process.stderr.strip().splitlines() or ["(no message)"])[-1]
+      raise UserError(f"savedmodel export failed verification: loading {directory} with "
+                      f"tensorflow and tensorflow-text failed: {last}")
+    with open(answered) as f:
+      results = json.load(f)
+  return {name: value if name.endswith("ids") else np.array(value, np.float32)
+          for name, value in results.items()}
+
+
+def huggingface_results(directory: str, reference: KerasReference) -> Results:
+  """transformers' `BertTokenizer` and `BertForPreTraining` from the directory (torch, CPU):
+  the ids of EXAMPLES, and the outputs on the reference's ids."""
+  import torch
+  import transformers
+
+  transformers.logging.set_verbosity_error()
+  transformers.logging.disable_progress_bar()
+  tokenizer = transformers.BertTokenizer.from_pretrained(directory)
+  model = transformers.BertForPreTraining.from_pretrained(directory).eval()
+  token_ids = [tokenizer(text_a, text_b or None, truncation="longest_first",
+                         max_length=reference.seq_length)["input_ids"]
+               for text_a, text_b in EXAMPLES]
+  pooled, sequence, nsp, mlm = [], [], [], []
+  with torch.no_grad():
+    for ids, segments in reference.pairs:
+      inputs = {"input_ids": torch.tensor([ids]), "token_type_ids": torch.tensor([segments]),
+                "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+      encoded = model.bert(**inputs)
+      outputs = model(**inputs)
+      pooled.append(encoded.pooler_output[0].numpy())
+      sequence.append(encoded.last_hidden_state[0].numpy())
+      nsp.append(outputs.seq_relationship_logits[0].numpy()[::-1])  # Hugging Face: 0 = IsNext
+      mlm.append(outputs.prediction_logits[0].numpy()[mlm_positions(ids)])
+  return {"token_ids": token_ids, "pooled_output": np.stack(pooled),
+          "sequence_output": np.concatenate(sequence), "nsp_logits": np.stack(nsp),
+          "mlm_logits": np.concatenate(mlm)}
+
+
+def keras_hub_results(directory: str, reference: KerasReference) -> Results:
+  """keras-hub's `BertTokenizer` and `BertBackbone` from the preset: the ids of each text of
+  EXAMPLES, and the encoder's outputs on the reference's ids."""
+  import keras_hub
+
+  tokenizer = keras_hub.models.BertTokenizer.from_preset(directory)
+  backbone = keras_hub.models.BertBackbone.from_preset(directory)
+  text_ids = [np.asarray(tokenizer(text)).tolist() for pair in EXAMPLES for text in pair]
+  pooled, sequence = [], []
+  for ids, segments in reference.pairs:
+    encoded = backbone(model_inputs(ids, segments), training=False)
+    pooled.append(keras.ops.convert_to_numpy(encoded["pooled_output"])[0])
+    sequence.append(keras.ops.convert_to_numpy(encoded["sequence_output"])[0])
+  return {"text_ids": text_ids, "pooled_output": np.stack(pooled),
+          "sequence_output": np.concatenate(sequence)}

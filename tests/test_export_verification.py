@@ -1,0 +1,175 @@
+"""Exports that check themselves (bert_tf/export/verification.py): each format, loaded as its
+user loads it, gives the pre-training tokenizer's ids and the Keras model's outputs; a broken
+export fails in one line."""
+
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export import verification
+from bert_tf.export.trained import Trained, export, verify
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.model.pretraining import pretraining_model
+from helpers import run
+
+SEQ_LENGTH = 32  # below the long example's length: truncation is exercised
+VERIFIED = re.compile(r"^verified: (savedmodel|hf|keras_hub) ids equal, largest output "
+                      r"difference (\S+) \(\w+; tolerance (\S+)\)$")
+
+
+def randomised(model, seed=0):
+  """Every weight random (biases and layer norms too), so that a weight put in the wrong place
+  shows in the outputs."""
+  rng = np.random.default_rng(seed)
+  for variable in model.weights:
+    variable.assign(rng.normal(0, 0.05, variable.shape).astype("float32")
+                    + (1.0 if variable.path.endswith("gamma") else 0.0))
+  return model
+
+
+@pytest.fixture(scope="module")
+def trained(vocab_file):
+  vocabulary = Vocabulary(vocab_file)
+  config = BertConfig.from_preset("bert_tiny", vocab_size=len(vocabulary),
+                                  max_position_embeddings=64)
+  return Trained(randomised(pretraining_model(config)), config, vocabulary, lower_case=True,
+                 seq_length=SEQ_LENGTH)
+
+
+def changed(trained):
+  """A copy of the trained model with the pooler's bias moved by 0.1."""
+  model = pretraining_model(trained.config)
+  model.set_weights(trained.model.get_weights())
+  bias = model.get_layer("bert_encoder").get_layer("pooled_dense").bias
+  bias.assign(bias.numpy() + 0.1)
+  return model
+
+
+def checked_line(line: str, export_format: str) -> float:
+  match = VERIFIED.match(line)
+  assert match and match[1] == export_format, line
+  difference, tolerance = float(match[2]), float(match[3])
+  assert difference <= tolerance == verification.TOLERANCES[export_format]
+  return difference
+
+
+def test_the_examples_exercise_truncation_accents_cjk_and_numbers(trained):
+  reference = verification.KerasReference(trained.model, trained.vocabulary, True, SEQ_LENGTH)
+  lengths = [len(ids) for ids in reference.text_ids]
+  assert max(lengths) > SEQ_LENGTH  # the long example is cut
+  assert [len(ids) for ids, _ in reference.pairs][-1] == SEQ_LENGTH
+  assert all(len(ids) <= SEQ_LENGTH for ids, _ in reference.pairs)
+  texts = " ".join(text for pair in verification.EXAMPLES for text in pair)
+  for needed in ("é", "ř", "北", "서", "1984", "3.14159"):
+    assert needed in texts
+  results = reference.results()
+  assert results["mlm_logits"].shape == (3 * len(verification.EXAMPLES), len(trained.vocabulary))
+  assert results["fill_mask"].shape == (len(verification.MASKED),)
+
+
+def test_a_difference_in_ids_or_beyond_the_tolerance_fails_in_one_line():
+  ids = {"token_ids": [[2, 5, 3]], "pooled_output": np.zeros([1, 4], np.float32)}
+  assert verification.verify("hf", lambda: ids, lambda: ids, 1e-4) == (
+      "verified: hf ids equal, largest output difference 0.0e+00 (pooled_output; tolerance "
+      "1e-04)")
+  with pytest.raises(UserError, match=r"^hf export failed verification: its token_ids of "
+                     r"example 0 are \[2, 6, 3\] \(3 ids\), the pre-training tokenizer's "
+                     r"\[2, 5, 3\] \(3 ids\)$"):
+    verification.verify("hf", lambda: ids, lambda: {**ids, "token_ids": [[2, 6, 3]]}, 1e-4)
+  with pytest.raises(UserError, match=r"^hf export failed verification: its pooled_output "
+                     r"differs from the Keras model's by 2\.0e-04 \(tolerance 1e-04\)$"):
+    verification.verify("hf", lambda: ids, lambda: {**ids, "pooled_output": ids[
+        "pooled_output"] + 2e-4}, 1e-4)
+  # MLM logits are compared relative to their scale when it is above 1.
+  logits = {"mlm_logits": np.array([[100.0, -50.0]], np.float32)}
+  assert "difference 1.0e-05" in verification.verify(
+      "hf", lambda: logits, lambda: {"mlm_logits": logits["mlm_logits"] + [[1e-3, 0]]}, 1e-4)
+
+
+def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(trained, tmp_path):
+  directory = export(trained, "savedmodel", str(tmp_path / "serving"))
+  assert checked_line(verify(trained, "savedmodel", directory), "savedmodel") < 1e-5
+  # The same model with one weight changed, exported where the trained one should be.
+  export(Trained(changed(trained), trained.config, trained.vocabulary, True, SEQ_LENGTH),
+         "savedmodel", directory)
+  with pytest.raises(UserError, match=r"^savedmodel export failed verification: its \w+ "
+                     r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify(trained, "savedmodel", directory)
+
+
+def test_savedmodel_that_does_not_load_fails_in_one_line(trained, tmp_path):
+  directory = export(trained, "savedmodel", str(tmp_path / "serving"))
+  os.remove(os.path.join(directory, "saved_model.pb"))
+  with pytest.raises(UserError, match=r"^savedmodel export failed verification: loading .* "
+                     r"with tensorflow and tensorflow-text failed: .*saved_model\.pb"):
+    verify(trained, "savedmodel", directory)
+
+
+def test_hf_verifies_with_transformers_and_a_wrong_layer_norm_eps_fails(trained, tmp_path):
+  directory = export(trained, "hf", str(tmp_path / "hf"))
+  assert checked_line(verify(trained, "hf", directory), "hf") < 1e-5
+  config_file = os.path.join(directory, "config.json")
+  with open(config_file) as f:
+    config = json.load(f)
+  with open(config_file, "w") as f:
+    json.dump({**config, "layer_norm_eps": 1e-3}, f)
+  with pytest.raises(UserError, match=r"^hf export failed verification: its \w+ differs from "
+                     r"the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify(trained, "hf", directory)
+
+
+def test_hf_with_a_cased_tokenizer_fails_on_the_ids(trained, tmp_path):
+  directory = export(trained, "hf", str(tmp_path / "hf"))
+  tokenizer_file = os.path.join(directory, "tokenizer_config.json")
+  with open(tokenizer_file) as f:
+    tokenizer = json.load(f)
+  with open(tokenizer_file, "w") as f:
+    json.dump({**tokenizer, "do_lower_case": False}, f)
+  with pytest.raises(UserError, match=r"^hf export failed verification: its token_ids of "
+                     r"example 0 are \[.*\), the pre-training tokenizer's \[.*\)$"):
+    verify(trained, "hf", directory)
+
+
+def test_keras_hub_verifies_and_a_tokenizer_keeping_accents_fails(trained, tmp_path):
+  directory = export(trained, "keras_hub", str(tmp_path / "preset"))
+  checked_line(verify(trained, "keras_hub", directory), "keras_hub")
+  tokenizer_file = os.path.join(directory, "tokenizer.json")
+  with open(tokenizer_file) as f:
+    tokenizer = json.load(f)
+  assert tokenizer["config"]["strip_accents"] is True
+  tokenizer["config"]["strip_accents"] = False  # the preset bug keras-hub's default makes
+  with open(tokenizer_file, "w") as f:
+    json.dump(tokenizer, f)
+  with pytest.raises(UserError, match=r"^keras_hub export failed verification: its text_ids "
+                     r"of example 0 are .*, the pre-training tokenizer's .*$"):
+    verify(trained, "keras_hub", directory)
+
+
+def test_keras_hub_with_a_changed_weight_fails(trained, tmp_path):
+  broken = Trained(changed(trained), trained.config, trained.vocabulary, True, SEQ_LENGTH)
+  directory = export(broken, "keras_hub", str(tmp_path / "preset"))
+  with pytest.raises(UserError, match=r"^keras_hub export failed verification: its "
+                     r"pooled_output differs from the Keras model's by \S+ \(tolerance 2e-02\)$"):
+    verify(trained, "keras_hub", directory)
+
+
+@pytest.mark.e2e
+def test_export_command_and_train_py_say_verified_unless_skipped(finished_run, tmp_path):
+  model_dir, training = finished_run
+  assert re.search(r"verified: savedmodel ids equal, largest output difference \S+ "
+                   r"\(\w+; tolerance 1e-04\)", training.stderr)
+  result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
+                f"--output={tmp_path / 'hf'}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  verified, wrote = result.stdout.splitlines()
+  checked_line(verified, "hf")
+  assert wrote == f"wrote {tmp_path / 'hf'}"
+  result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
+                f"--output={tmp_path / 'hf'}", "--skip_verify"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.splitlines() == [f"wrote {tmp_path / 'hf'}"]
