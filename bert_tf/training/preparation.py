@@ -59,6 +59,6 @@ def prepare(config: TrainConfig) -> tuple[Vocabulary, BertConfig]:
                      min_token_count=config.min_token_count, data_dir=config.data_dir)
   vocabulary = Vocabulary(config.vocab_file)
   bert_config = model_shape(config, vocabulary)
-  init_checkpoint.check(config.init_checkpoint, bert_config)
+  init_checkpoint.check(config.init_checkpoint, bert_config, config.vocab_file)
   init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
   return vocabulary, bert_config
