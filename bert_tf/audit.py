@@ -1,4 +1,5 @@
-"""Shows what the pipeline feeds the model: `python -m bert_tf.audit --flagfile=...`.
+"""Shows what the pipeline feeds the model: `python -m bert_tf.audit --flagfile=...`; or, with
+`--checkpoint`, what a training checkpoint is.
 
 Takes `train.py`'s corpus and pipeline flags (or its records flags: `--input_format=tfrecord`);
 prints the first examples as text with the masks visible, then the realised statistics over
@@ -6,6 +7,9 @@ prints the first examples as text with the masks visible, then the realised stat
 the documents the pairs came from, which records do not keep. Notation in the text:
 `[MASK](word)` masked, `{other}(word)` replaced by a random token, `=word=` chosen but kept;
 `|` separates segment A from B.
+`--checkpoint=PATH` (a model_dir, its checkpoints/ or a ckpt-N prefix) prints the record the
+checkpoint carries (`bert_tf/run_record.py`): its step, the model's shape, the vocabulary's
+size and hash, the corpus's files and the run's settings.
 """
 
 import collections
@@ -15,7 +19,8 @@ import sys
 
 import numpy as np
 
-from bert_tf import console
+from bert_tf import console, run_record
+from bert_tf.errors import UserError
 from bert_tf.settings import setting
 from bert_tf.training.train_settings import TrainConfig
 
@@ -27,6 +32,9 @@ class AuditConfig(TrainConfig):
   num_examples: int = setting(10_000, "Examples the statistics are measured over.")
   show_examples: int = setting(3, "Examples printed as text.")
   json: bool = setting(False, "Print only the statistics, as one JSON object.")
+  checkpoint: str = setting(
+      "", "A training checkpoint to describe instead (a model_dir, its checkpoints/ or a "
+      "ckpt-N prefix): its step, model, vocabulary, corpus and settings.")
 
 
 def example_text(tokens, features, labels, weights, row) -> str:
@@ -135,8 +143,31 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   return texts, statistics.summary()
 
 
+def describe_checkpoint(path: str) -> list[str]:
+  """Lines saying what the checkpoint `path` is, from the record it carries."""
+  checkpoint = run_record.latest_checkpoint(path)
+  if not checkpoint:
+    raise UserError(f"--checkpoint {path} names no checkpoint")
+  record = run_record.read(checkpoint)
+  if not record:
+    raise UserError(f"--checkpoint {checkpoint} carries no record (written before checkpoints "
+                    "had one, or unreadable)")
+  model, vocabulary = record["bert_config"], record["vocabulary"]
+  step = checkpoint.rsplit("-", 1)[1]  # ckpt-N: saved at step N
+  return [f"checkpoint  {checkpoint}", f"step        {step}",
+          "model       " + ", ".join(f"{key} {value}" for key, value in sorted(model.items())),
+          f"vocabulary  {vocabulary['size']} tokens, sha256 {vocabulary['sha256']}",
+          *(f"corpus      {name} ({size:,} bytes)"
+            for name, (size, _) in sorted(record["corpus"].items())),
+          "settings    " + json.dumps(record["train_config"], sort_keys=True)]
+
+
 def show(config: AuditConfig) -> None:
-  """The command: the examples as text and the statistics, or the statistics as JSON."""
+  """The command: the examples as text and the statistics, or the statistics as JSON; or
+  what a checkpoint is."""
+  if config.checkpoint:
+    print("\n".join(describe_checkpoint(config.checkpoint)))
+    return
   texts, summary = audit(config, config.num_examples, 0 if config.json else config.show_examples)
   if config.json:
     print(json.dumps(summary))

@@ -57,6 +57,32 @@ def test_an_unreadable_latest_checkpoint_is_passed_over(tmp_path, caplog):
     np.testing.assert_array_equal(found, expected)
 
 
+def test_a_bit_flipped_latest_checkpoint_is_passed_over(tmp_path, caplog):
+  # One byte changed inside a tensor's bytes, the file's size unchanged: the checksum that
+  # TensorFlow keeps of each tensor in the index tells.
+  directory = str(tmp_path / "checkpoints")
+  train_and_save(make_checkpointer(directory), 3)
+  weights_at_2 = make_checkpointer(directory, seed=1)
+  weights_at_2.checkpoint.restore(os.path.join(directory, "ckpt-2"))
+  data = os.path.join(directory, "ckpt-3.data-00000-of-00001")
+  size = os.path.getsize(data)
+  with open(data, "r+b") as f:
+    f.seek(size // 2)  # the data file is the tensors' bytes end to end
+    byte = f.read(1)[0]
+    f.seek(size // 2)
+    f.write(bytes([byte ^ 0x01]))
+  assert os.path.getsize(data) == size
+
+  resumed = make_checkpointer(directory, seed=2)
+  assert resumed.restore() == 2
+  (warning,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert warning.startswith(f"the checkpoint {directory}/ckpt-3 cannot be read: ")
+  assert "Checksum does not match" in warning
+  assert warning.endswith(": resuming from the previous one") and "\n" not in warning
+  for found, expected in zip(resumed.model.get_weights(), weights_at_2.model.get_weights()):
+    np.testing.assert_array_equal(found, expected)
+
+
 @pytest.mark.parametrize("index", [None, "garbage ::: }{"])
 def test_a_lost_checkpoint_index_is_rebuilt_from_the_checkpoints(tmp_path, caplog, index):
   directory = str(tmp_path / "checkpoints")

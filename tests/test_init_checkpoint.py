@@ -130,6 +130,7 @@ def test_googles_config_keys_in_train_py_init_checkpoint_and_export(google_run, 
              + ", ".join(sorted(GOOGLE_EXTRA_KEYS)))
   assert trained.returncode == 0, trained.stderr[-3000:]
   assert ignored in trained.stderr and f"Initialising from {published}" in trained.stderr
+  assert trained.stderr.count("Ignored in") == 1  # one line a run, however often it is read
   shutil.copy(google_config, model_dir / "bert_config.json")
   exported = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
                   f"--output={tmp_path / 'hf'}"])
@@ -158,3 +159,22 @@ def test_a_bert_tf_model_dir_of_another_model_is_one_line(google_run, tmp_path, 
       f"error: --init_checkpoint {model_dir} is another model than --config: its "
       f"{model_dir}/bert_config.json has hidden_size 128 (not 256), num_hidden_layers 2 (not 4), "
       "num_attention_heads 2 (not 4), intermediate_size 512 (not 1024)")
+
+
+@pytest.mark.parametrize("kind", ["original", "hf"])
+def test_a_vocabulary_of_another_size_blames_the_vocab_file(tmp_path, config, vocab_file,
+                                                             write_tf1_checkpoint, kind):
+  # A preset --config takes its vocab_size from --vocab_file: the vocabulary is what differs.
+  bigger = config.replace(vocab_size=config.vocab_size + 3)
+  path = str(tmp_path / kind)
+  if kind == "original":
+    write_tf1_checkpoint(model_state(pretraining_model(bigger), bigger), bigger, path)
+  else:
+    export_huggingface(pretraining_model(bigger), bigger, Vocabulary(vocab_file), path,
+                       lower_case=True)
+  with pytest.raises(UserError) as error:
+    init_checkpoint.check(path, config, vocab_file)
+  assert str(error.value) == (
+      f"--vocab_file {vocab_file} has {config.vocab_size} tokens, but the model of "
+      f"--init_checkpoint {path} has vocab_size {bigger.vocab_size}: give the vocabulary it "
+      "was trained with")

@@ -2,6 +2,9 @@
 same weights, same outputs, same token ids."""
 
 import functools
+import json
+import os
+import shutil
 
 import keras
 import numpy as np
@@ -352,3 +355,56 @@ def test_tokenizer_matches_transformers_bert_tokenizer(lower_case, vocab_file, c
   ours = vocabulary.tokenizer(lower_case).tokenize(TEXTS).to_list()
   for text, ids in zip(TEXTS, ours):
     assert ids == theirs.encode(text, add_special_tokens=False), text
+
+
+def test_sharded_safetensors_are_read(exported, tmp_path):
+  # transformers saves a large model as shards named by model.safetensors.index.json.
+  from safetensors.numpy import load_file, save_file
+  _, directory = exported
+  sharded = tmp_path / "sharded"
+  shutil.copytree(directory, sharded)
+  state = load_file(str(sharded / "model.safetensors"))
+  os.remove(sharded / "model.safetensors")
+  names = sorted(state)
+  shards = {"model-00001-of-00002.safetensors": names[::2],
+            "model-00002-of-00002.safetensors": names[1::2]}
+  for shard, shard_names in shards.items():
+    save_file({name: state[name] for name in shard_names}, str(sharded / shard))
+  (sharded / "model.safetensors.index.json").write_text(json.dumps({
+      "metadata": {}, "weight_map": {name: shard for shard, shard_names in shards.items()
+                                     for name in shard_names}}))
+  whole, parts = read_huggingface(directory)[1], read_huggingface(str(sharded))[1]
+  assert sorted(whole) == sorted(parts)
+  for name in whole:
+    np.testing.assert_array_equal(whole[name], parts[name], err_msg=name)
+  os.remove(sharded / "model-00002-of-00002.safetensors")
+  with pytest.raises(UserError, match=r"the shards model-00002-of-00002.safetensors that "
+                                      r".*model.safetensors.index.json names are not there$"):
+    read_huggingface(str(sharded))
+
+
+def test_a_layer_norm_epsilon_other_than_berts_is_honoured(config, vocabulary, tmp_path):
+  wide = config.replace(layer_norm_epsilon=0.5)  # large enough to show in the outputs
+  model = randomised_model(wide)
+  directory = str(tmp_path / "hf")
+  export_huggingface(model, wide, vocabulary, directory, lower_case=True)
+  assert json.load(open(os.path.join(directory, "config.json")))["layer_norm_eps"] == 0.5
+  read, _ = read_huggingface(directory)
+  assert read == wide
+  wide.to_json_file(str(tmp_path / "bert_config.json"))
+  assert BertConfig.from_json_file(str(tmp_path / "bert_config.json")) == wide
+  norms = [layer for layer in model._flatten_layers()
+           if isinstance(layer, keras.layers.LayerNormalization)]
+  assert len(norms) == 2 * wide.num_hidden_layers + 2  # the embeddings', each layer's, MLM's
+  assert {layer.epsilon for layer in norms} == {0.5}
+  features = encode(vocabulary, SENTENCES)
+  mlm, _ = hf_outputs(directory, features)
+  assert np.abs(model(features, training=False)["mlm"].numpy() - mlm).max() <= 1e-4
+  narrow = pretraining_model(config)  # the same weights under BERT's 1e-12
+  narrow.set_weights(model.get_weights())
+  assert np.abs(narrow(features, training=False)["mlm"].numpy() - mlm).max() > 1e-3
+  with pytest.raises(UserError, match=r"^keras-hub's BertBackbone has layer norms of epsilon "
+                                      r"1e-12, this model's are of 0.5: export it as "
+                                      r"savedmodel or hf$"):
+    export_keras_hub(model, wide, vocabulary, str(tmp_path / "preset"), lower_case=True,
+                     seq_length=32)

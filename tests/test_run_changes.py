@@ -7,17 +7,22 @@ the re-run trained on: (epoch, piece, example) of the last example, one piece pe
 """
 
 import dataclasses
+import gc
 import glob
+import hashlib
+import json
 import logging
 import os
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import settings
+from bert_tf import audit, run_record, settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
+from bert_tf.export import trained
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
 
@@ -153,3 +158,116 @@ def test_another_vocabulary_of_the_same_size_is_an_error(base, tmp_path, caplog,
   other.write_text("\n".join(tokens) + "\n")
   with pytest.raises(UserError, match=f"the vocabulary {other} is not the one it trained"):
     rerun(base, tmp_path, caplog, vocab_file=str(other))
+
+
+def test_a_finished_run_rerun_keeps_its_figures(base, tmp_path, caplog):
+  before = json.load(open(os.path.join(base.model_dir, "metrics.json")))
+  model_dir, log = rerun(base, tmp_path, caplog)
+  after = json.load(open(os.path.join(model_dir, "metrics.json")))
+  assert "(--train_steps reached: nothing to train)" in log
+  assert before["examples_per_second"] > 0 and before["tokens_per_second"] > 0
+  for name in ("examples_per_second", "tokens_per_second", "padding_share"):
+    assert after[name] == before[name], name
+  assert after["steps"] == 4
+
+
+def test_resuming_without_dropout_warns_nothing(base, tmp_path, caplog):
+  # The checkpoint holds the dropout layers' random-number states; this model has none.
+  model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, dropout=0.0)
+  gc.collect()  # TensorFlow warns of what a restore left unused when its status is deleted
+  assert "dropout None -> 0.0 (noted)" in log
+  assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+          and "checkpoint" in r.getMessage()] == []
+  assert position(model_dir, 6) == (0, 0, 6 * BATCH - 1)
+
+
+SIDE_FILES = ("bert_config.json", "vocab.txt", "train_config.json", "corpus.json")
+
+
+def stripped(base: TrainConfig, tmp_path) -> str:
+  """A copy of the base model_dir left with its checkpoints alone."""
+  model_dir = tmp_path / "run"
+  shutil.copytree(os.path.join(base.model_dir, "checkpoints"), model_dir / "checkpoints")
+  return str(model_dir)
+
+
+def test_each_checkpoint_carries_the_runs_record(base):
+  record = run_record.read(os.path.join(base.model_dir, "checkpoints", "ckpt-4"))
+  side = {name: open(os.path.join(base.model_dir, name)).read() for name in SIDE_FILES}
+  assert run_record.side_files(record) == side
+  tokens = side["vocab.txt"].splitlines()
+  assert record["vocabulary"]["size"] == len(tokens)
+  assert record["vocabulary"]["sha256"] == hashlib.sha256(
+      side["vocab.txt"].encode("utf-8")).hexdigest()
+  lines = audit.describe_checkpoint(base.model_dir)
+  assert lines[:2] == [f"checkpoint  {base.model_dir}/checkpoints/ckpt-4", "step        4"]
+  assert "hidden_size 128" in lines[2] and "num_hidden_layers 2" in lines[2]
+  assert lines[3] == f"vocabulary  {len(tokens)} tokens, sha256 {record['vocabulary']['sha256']}"
+  assert [line.split()[1] for line in lines if line.startswith("corpus")] == sorted(
+      json.loads(side["corpus.json"]))
+  assert json.loads(lines[-1].removeprefix("settings    ")) == json.loads(
+      side["train_config.json"])
+
+
+def rerun_stripped(base, tmp_path, caplog, **changes) -> tuple[str, str]:
+  """As `rerun`, on a copy of the base model_dir that has its checkpoints alone."""
+  model_dir = stripped(base, tmp_path)
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    trainer.train(dataclasses.replace(base, model_dir=model_dir, **changes))
+  return model_dir, caplog.text
+
+
+def test_without_side_files_a_changed_sequence_length_is_said_the_same(base, tmp_path, caplog):
+  model_dir, log = rerun_stripped(base, tmp_path, caplog, train_steps=6, seq_length=64,
+                                  max_predictions_per_seq=10)
+  assert (f"{model_dir} has no bert_config.json, train_config.json, corpus.json, vocab.txt: "
+          "compared with the record in its checkpoint") in log
+  assert "seq_length 32 -> 64 (a new stream)" in log
+  assert "The stream of examples changed: step 4 trains on it from the start of its epoch 1" \
+      in log
+  assert position(model_dir, 6) == (1, 0, 2 * BATCH - 1)
+  for name in SIDE_FILES:  # written again by the run
+    assert os.path.exists(os.path.join(model_dir, name)), name
+
+
+def test_without_side_files_another_vocabulary_or_model_is_an_error(base, tmp_path, caplog,
+                                                                    vocab_file):
+  tokens = open(vocab_file).read().splitlines()
+  tokens[-2], tokens[-1] = tokens[-1], tokens[-2]
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("\n".join(tokens) + "\n")
+  with pytest.raises(UserError, match=f"the vocabulary {other} is not the one it trained"):
+    rerun_stripped(base, tmp_path / "a", caplog, vocab_file=str(other))
+  with pytest.raises(UserError, match=r"the model differs from the one .* trained \(.*"
+                                      r"hidden_size 128 -> 256.*use a new --model_dir"):
+    rerun_stripped(base, tmp_path / "b", caplog, config="bert_mini")
+
+
+def test_side_files_that_disagree_with_the_checkpoint_are_not_believed(base, tmp_path, caplog,
+                                                                       corpus_dir):
+  model_dir = str(tmp_path / "run")
+  shutil.copytree(base.model_dir, model_dir)
+  recorded = json.load(open(os.path.join(model_dir, "train_config.json")))
+  json.dump({**recorded, "seq_length": 64}, open(os.path.join(model_dir, "train_config.json"),
+                                                 "w"))
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    with pytest.raises(UserError, match="hidden_size 128 -> 256"):
+      trainer.train(dataclasses.replace(base, model_dir=model_dir, config="bert_mini"))
+  assert (f"{model_dir}: train_config.json disagree with the record in its checkpoint "
+          f"{model_dir}/checkpoints/ckpt-4: the checkpoint is believed") in caplog.text
+
+
+def test_a_model_dir_with_its_checkpoints_alone_exports(base, tmp_path, caplog):
+  model_dir = stripped(base, tmp_path)
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    alone = trained.load_trained(model_dir)
+  assert "Written again from the record in" in caplog.text
+  for name in SIDE_FILES:
+    assert open(os.path.join(model_dir, name)).read() == open(
+        os.path.join(base.model_dir, name)).read(), name
+  finished = trained.load_trained(base.model_dir)  # its final weights: step 4's
+  for found, expected in zip(alone.model.get_weights(), finished.model.get_weights()):
+    np.testing.assert_array_equal(found, expected)
+  assert (alone.seq_length, alone.lower_case) == (finished.seq_length, finished.lower_case)
+  output = trained.export(alone, "hf", str(tmp_path / "hf"))
+  assert os.path.exists(os.path.join(output, "model.safetensors"))

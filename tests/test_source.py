@@ -216,8 +216,8 @@ def test_an_original_checkpoint_without_its_config_or_vocabulary(tmp_path, sourc
 @pytest.mark.parametrize("others,found", [
     ((), ""),
     (("pytorch_model.bin",), "; it has pytorch_model.bin, which is not read"),
-    (("model.safetensors.index.json", "tf_model.h5"),
-     "; it has tf_model.h5, model.safetensors.index.json, which is not read")])
+    (("flax_model.msgpack", "tf_model.h5"),
+     "; it has tf_model.h5, flax_model.msgpack, which is not read")])
 def test_a_hugging_face_directory_without_safetensors(tmp_path, sources, others, found):
   path = copied(sources, "hf", tmp_path)
   os.remove(os.path.join(path, "model.safetensors"))

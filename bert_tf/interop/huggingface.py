@@ -18,9 +18,9 @@ from bert_tf.interop.state import encoder_state, load_state, model_state
 from bert_tf.model.bert_config import BertConfig
 
 WEIGHTS = "model.safetensors"
-# The other weights files transformers saves: pickled torch, TF, Flax, safetensors in shards.
-_UNREAD_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack",
-                   "model.safetensors.index.json")
+SHARDS_INDEX = "model.safetensors.index.json"  # a large model's weights, in several files
+# The other weights files transformers saves: pickled torch, TF, Flax.
+_UNREAD_WEIGHTS = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 _CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
                   "max_position_embeddings", "type_vocab_size", "initializer_range")
@@ -41,7 +41,7 @@ def hf_config(config: BertConfig) -> dict:
       "max_position_embeddings": config.max_position_embeddings,
       "type_vocab_size": config.type_vocab_size,
       "initializer_range": config.initializer_range,
-      "layer_norm_eps": 1e-12,
+      "layer_norm_eps": config.layer_norm_epsilon,
       "pad_token_id": 0,
       "position_embedding_type": "absolute",
       "tie_word_embeddings": True,
@@ -119,17 +119,38 @@ def is_huggingface_directory(path: str) -> bool:
   return tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, "config.json"))
 
 
-def weights_file(directory: str, called: str = "") -> str:
-  """The directory's model.safetensors. Without it, a UserError naming the weights files that
-  transformers may have saved instead, which are not read; `called` is how to name the
+def weights_files(directory: str, called: str = "") -> list[str]:
+  """The directory's model.safetensors, or the shards its model.safetensors.index.json names
+  (as transformers saves a large model). Without either, a UserError naming the weights files
+  that transformers may have saved instead, which are not read; `called` is how to name the
   directory in it (by default its path)."""
   weights = os.path.join(directory, WEIGHTS)
-  if not tf.io.gfile.exists(weights):
-    others = [name for name in _UNREAD_WEIGHTS if tf.io.gfile.exists(os.path.join(directory, name))]
-    found = f"; it has {', '.join(others)}, which is not read" if others else ""
-    raise UserError(f"{called or directory} is a Hugging Face directory without {WEIGHTS} "
-                    f"(only safetensors weights are read{found})")
-  return weights
+  if tf.io.gfile.exists(weights):
+    return [weights]
+  index = os.path.join(directory, SHARDS_INDEX)
+  if tf.io.gfile.exists(index):
+    return _shards(index, called or directory)
+  others = [name for name in _UNREAD_WEIGHTS if tf.io.gfile.exists(os.path.join(directory, name))]
+  found = f"; it has {', '.join(others)}, which is not read" if others else ""
+  raise UserError(f"{called or directory} is a Hugging Face directory without {WEIGHTS} "
+                  f"(only safetensors weights are read{found})")
+
+
+def _shards(index: str, called: str) -> list[str]:
+  """The safetensors files an index's `weight_map` names, each checked to be there."""
+  with tf.io.gfile.GFile(index) as f:
+    try:
+      weight_map = json.load(f)["weight_map"]
+      names = sorted(set(weight_map.values()))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+      raise UserError(f"{called}: {index} is not a safetensors index (JSON with a "
+                      "weight_map)") from None
+  paths = [os.path.join(os.path.dirname(index), name) for name in names]
+  missing = [name for name, path in zip(names, paths) if not tf.io.gfile.exists(path)]
+  if missing or not paths:
+    raise UserError(f"{called}: the shards {', '.join(missing) or '(none)'} that {index} "
+                    "names are not there")
+  return paths
 
 
 def lower_case(directory: str) -> bool:
@@ -156,7 +177,10 @@ def read_config(directory: str) -> BertConfig:
   if values.get("hidden_act", "gelu") != "gelu":
     raise UserError(f"{directory} uses hidden_act {values['hidden_act']!r}; only 'gelu'")
   # A field left out takes transformers' default, which is ours.
-  return BertConfig(**{name: values[name] for name in _CONFIG_FIELDS if name in values})
+  fields = {name: values[name] for name in _CONFIG_FIELDS if name in values}
+  if "layer_norm_eps" in values:
+    fields["layer_norm_epsilon"] = values["layer_norm_eps"]
+  return BertConfig(**fields)
 
 
 def check_config(directory: str, config: BertConfig) -> None:
@@ -182,17 +206,20 @@ def canonical_names(state: dict) -> dict:
 
 
 def read_huggingface(directory: str):
-  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights) of
-  any BERT class: `BertForPreTraining`, or one with fewer heads or another's."""
+  """(BertConfig, canonical state) of a Hugging Face BERT directory (safetensors weights, in
+  one file or in shards) of any BERT class: `BertForPreTraining`, or one with fewer heads or
+  another's."""
   from safetensors import SafetensorError
   from safetensors.numpy import load_file
 
   config = read_config(directory)
-  weights = weights_file(directory)
-  try:
-    state = canonical_names(load_file(weights))
-  except (SafetensorError, OSError) as e:
-    raise UserError(f"{weights} is not a readable safetensors file: {e}") from None
+  state = {}
+  for weights in weights_files(directory):
+    try:
+      state.update(load_file(weights))
+    except (SafetensorError, OSError) as e:
+      raise UserError(f"{weights} is not a readable safetensors file: {e}") from None
+  state = canonical_names(state)
   # Tied copies that some versions save besides the originals.
   for tied, original in (("cls.predictions.decoder.weight",
                           "bert.embeddings.word_embeddings.weight"),

@@ -19,7 +19,10 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
 from bert_tf.model.bert_config import BertConfig
+
+BACKBONE_EPSILON = 1e-12  # fixed in keras-hub's BertBackbone
 
 
 def preset_tokenizer(vocabulary: Vocabulary, lower_case: bool):
@@ -47,6 +50,10 @@ def export_keras_hub(model: keras.Model, config: BertConfig, vocabulary: Vocabul
                      directory: str, *, lower_case: bool, seq_length: int) -> str:
   import keras_hub
 
+  if config.layer_norm_epsilon != BACKBONE_EPSILON:
+    raise UserError(f"keras-hub's BertBackbone has layer norms of epsilon {BACKBONE_EPSILON}, "
+                    f"this model's are of {config.layer_norm_epsilon}: export it as savedmodel "
+                    "or hf")
   backbone = keras_hub.models.BertBackbone(
       vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
       num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,

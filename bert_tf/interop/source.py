@@ -151,7 +151,7 @@ class HuggingFaceDirectory(Source):
 
   def __init__(self, path: str, flag: str):
     super().__init__(path, flag)
-    huggingface.weights_file(path, called=f"{flag} {path}")
+    huggingface.weights_files(path, called=f"{flag} {path}")
 
   @functools.cached_property
   def config(self) -> BertConfig:

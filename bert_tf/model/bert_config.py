@@ -16,6 +16,7 @@ log = logging.getLogger("bert_tf")
 # not built): they change nothing here either, so they are ignored, and said to be.
 IGNORED_KEYS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
                 "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
+_IGNORED_SAID = set()  # the files whose ignored keys this process has named
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,7 @@ class BertConfig:
   max_position_embeddings: int = 512
   type_vocab_size: int = 2
   initializer_range: float = 0.02
+  layer_norm_epsilon: float = 1e-12  # Hugging Face's layer_norm_eps; original BERT's 1e-12
 
   def __post_init__(self):
     for field in dataclasses.fields(self):  # as read from a JSON file, say
@@ -66,12 +68,13 @@ class BertConfig:
                       f"{self.max_position_embeddings} position embeddings")
 
   def differences(self, other: "BertConfig") -> str:
-    """The fields shaping the model on which `other` differs, as `name ours (not theirs)`; ""
+    """The fields making the model on which `other` differs, as `name ours (not theirs)`; ""
     when the two make the same model (dropout and initialisation do not count)."""
     return ", ".join(
         f"{name} {getattr(self, name)} (not {getattr(other, name)})" for name in (
             "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size", "max_position_embeddings", "type_vocab_size")
+            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+            "layer_norm_epsilon")
         if getattr(self, name) != getattr(other, name))
 
   def to_dict(self) -> dict:
@@ -100,7 +103,8 @@ class BertConfig:
                       "would change the model are not ignored; this model has "
                       f"{', '.join(sorted(known))})")
     ignored = sorted(set(values) & set(IGNORED_KEYS))
-    if ignored:
+    if ignored and path not in _IGNORED_SAID:  # a run reads the same file in several places
+      _IGNORED_SAID.add(path)
       log.info("Ignored in %s (they do not change the model): %s", path, ", ".join(ignored))
     return cls(**{name: value for name, value in values.items() if name in known})
 

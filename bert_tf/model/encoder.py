@@ -32,7 +32,7 @@ def bert_encoder(config: BertConfig, name: str = "bert_encoder") -> keras.Model:
       config.type_vocab_size, config.hidden_size, embeddings_initializer=initializer(config),
       name="segment_embedding")
   embeddings_layer_norm = keras.layers.LayerNormalization(
-      epsilon=1e-12, name="embeddings_layer_norm")
+      epsilon=config.layer_norm_epsilon, name="embeddings_layer_norm")
   embeddings_dropout = keras.layers.Dropout(
       config.hidden_dropout_prob, name="embeddings_dropout")
   transformer_layers = [
@@ -41,7 +41,7 @@ def bert_encoder(config: BertConfig, name: str = "bert_encoder") -> keras.Model:
           num_heads=config.num_attention_heads,
           dropout=config.hidden_dropout_prob,
           activation=keras.activations.gelu,  # erf form: approximate=False
-          layer_norm_epsilon=1e-12,
+          layer_norm_epsilon=config.layer_norm_epsilon,
           kernel_initializer=initializer(config),
           normalize_first=False,  # post-layer-norm, as original BERT
           name=f"transformer_layer_{i}")

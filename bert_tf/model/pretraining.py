@@ -27,7 +27,7 @@ def pretraining_model(config: BertConfig) -> PretrainingModel:
       vocabulary_size=config.vocab_size,
       token_embedding=encoder.token_embedding,
       intermediate_activation=keras.activations.gelu,
-      layer_norm_epsilon=1e-12,  # keras-hub's default is 1e-5; BERT's is 1e-12.
+      layer_norm_epsilon=config.layer_norm_epsilon,  # keras-hub's default is 1e-5
       kernel_initializer=encoder_lib.initializer(config),
       dtype="float32",
       name="mlm")

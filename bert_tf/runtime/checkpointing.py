@@ -3,12 +3,14 @@
 Keras's `BackupAndRestore` restores at epoch granularity and never the data position, so
 this is written here on `tf.train.CheckpointManager`:
 - A checkpoint holds the weights, the optimizer (slots and step count, hence the learning-rate
-  schedule), the dropout random-number state and the data position (`data_position.py`: where
+  schedule), the dropout random-number state, the data position (`data_position.py`: where
   each input pipeline's stream is, so that a resumed run sees what an uninterrupted run would
-  have seen, at the cost of one piece). TensorFlow writes the files first and the `checkpoint`
-  index that names the latest one last, so a kill mid-write leaves the previous checkpoint as
-  the latest.
-- The latest checkpoint unreadable (a truncated file): a warning naming it, and the newest
+  have seen, at the cost of one piece) and the run's record (`bert_tf/run_record.py`: what the
+  model, vocabulary, settings and corpus were). TensorFlow writes the files first and the
+  `checkpoint` index that names the latest one last, so a kill mid-write leaves the previous
+  checkpoint as the latest.
+- The latest checkpoint unreadable (a truncated file, or a changed byte: TensorFlow keeps a
+  checksum of each tensor): a warning naming it, and the newest
   readable one is restored; the `checkpoint` index lost: the checkpoints on disk are found and
   indexed again. A save that fails (disk full): `TrainingStopped` naming the checkpoint, what
   was written of it removed, the previous one still the latest. A weight that is not finite is
@@ -26,6 +28,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import run_record
 from bert_tf.errors import UserError
 from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.runtime import failures
@@ -83,12 +86,17 @@ class Checkpointer:
   """Saves and restores model + optimizer + dropout RNG state under `directory`."""
 
   def __init__(self, directory: str, model: keras.Model, optimizer, keep: int,
-               data_position: tf.Variable):
+               data_position: tf.Variable, record: dict | None = None):
     self.optimizer = optimizer
     self.model = model
-    self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                          seed_states=_random_states(model),
-                                          data_position=data_position)
+    seed_states = _random_states(model)
+    self.seed_state_count = len(seed_states)
+    state = dict(model=model, optimizer=optimizer, seed_states=seed_states,
+                 data_position=data_position)
+    # Saved with the run's record (`bert_tf.run_record`), which is read, never restored.
+    self.checkpoint = tf.train.Checkpoint(
+        **state, **({run_record.NAME: run_record.Record(record)} if record else {}))
+    self.restoring = tf.train.Checkpoint(**state)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
     # Called before each save: what a run resumed from the checkpoint must find on disk up to
     # its step (the training curves), written before the checkpoint can be named the latest.
@@ -107,7 +115,8 @@ class Checkpointer:
     paths = list(reversed(indexed or self._checkpoints_without_index()))  # newest first
     for path in paths:
       try:
-        _restore_fitting(self.checkpoint, path, "use a new --model_dir")
+        _restore_fitting(self.restoring, path, "use a new --model_dir",
+                         partial=self._holds_more(path))
         break
       except UnreadableCheckpoint as e:
         log.warning("%s: resuming from the previous one", e)
@@ -120,6 +129,18 @@ class Checkpointer:
     if paths and not indexed:
       self.save()  # indexed again, as the latest
     return self.step
+
+  def _holds_more(self, path: str) -> bool:
+    """Whether the checkpoint `path` holds more than this model restores: its record, or more
+    dropout random-number states than this model has (dropout turned off since, as with
+    --dropout=0). Those are left unread, without TensorFlow's warnings about them."""
+    try:
+      names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    except (ValueError, tf.errors.OpError):
+      return False  # the restore says why it cannot be read
+    return (any(name.split("/")[0] == run_record.NAME for name in names)
+            or sum(name.split("/")[0] == "seed_states" for name in names)
+            > self.seed_state_count)
 
   def _checkpoints_without_index(self) -> list[str]:
     """The checkpoints on disk, oldest first, when the `checkpoint` index file that names them
@@ -150,7 +171,8 @@ class Checkpointer:
                       f"worker (the workers' steps: {steps}): use a new --model_dir")
     log.warning("Workers restored steps %s: going back to step %d, which all of them have",
                 steps, common)
-    _restore_fitting(self.checkpoint, path, "use a new --model_dir")
+    _restore_fitting(self.restoring, path, "use a new --model_dir",
+                     partial=self._holds_more(path))
 
   def continue_from(self, model_dir: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of

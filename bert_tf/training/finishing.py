@@ -1,10 +1,12 @@
 """The end of a run: the final weights, the final figures (metrics.json, curves.png,
 summary.txt) and the serving SavedModel."""
 
+import json
 import logging
 import os
 
 import keras
+import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
@@ -19,6 +21,11 @@ from bert_tf.training.watching.monitor import RunMonitor
 
 log = logging.getLogger("bert_tf")
 
+# The figures of metrics.json that time the training, not the model: a re-run that trains no
+# step (its --train_steps already reached) keeps those of the run that trained.
+_RATES = ("examples_per_second", "tokens_per_second", "padding_share",
+          "model_flops_utilisation")
+
 
 def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
            monitor: RunMonitor) -> dict:
@@ -31,7 +38,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(
       steps=int(model.optimizer.iterations.numpy()),
-      **monitor.window.run_rates(),
+      **_run_rates(monitor, config.model_dir),
       most_frequent_token_accuracy=evaluation.most_frequent_token_accuracy(
           measured, config.eval_steps))
   if monitor.held_out:
@@ -50,3 +57,13 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
                                        lower_case=config.do_lower_case,
                                        seq_length=config.seq_length))
   return metrics
+
+
+def _run_rates(monitor: RunMonitor, model_dir: str) -> dict:
+  """This run's rates; those metrics.json has when this run trained no step."""
+  path = os.path.join(model_dir, METRICS_FILE)
+  if monitor.window.window_steps or not tf.io.gfile.exists(path):
+    return monitor.window.run_rates()
+  with tf.io.gfile.GFile(path) as f:
+    recorded = json.load(f)
+  return {name: recorded[name] for name in _RATES if name in recorded}

@@ -103,6 +103,6 @@ def prepare(config: TrainConfig) -> tuple[TrainConfig, Vocabulary, BertConfig]:
   if config.input_format == RECORDS:
     config = record_shaped(config, vocabulary)
   bert_config = model_shape(config, vocabulary)
-  init_checkpoint.check(config.init_checkpoint, bert_config)
+  init_checkpoint.check(config.init_checkpoint, bert_config, config.vocab_file)
   init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
   return config, vocabulary, bert_config

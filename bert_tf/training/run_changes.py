@@ -1,11 +1,12 @@
 """What changed since a model_dir last trained, and what a re-run on it does about each change.
 
 A re-run on a model_dir that has a checkpoint compares its settings with the model_dir's
-(`train_config.json`, written by `run_files`, through `runtime/setting_changes.py`), its model
-with `bert_config.json` and `vocab.txt`, and its training corpus with the fingerprint
-`corpus.json` (each file's size and modification time, as `tf.io.gfile.stat` gives them on any
-file system). Each difference is one line, and each setting declares what changing it does
-(`change=` in its `setting(...)`):
+(`train_config.json`, through `runtime/setting_changes.py`), its model with `bert_config.json`
+and `vocab.txt`, and its training corpus with the fingerprint `corpus.json` (each file's size
+and modification time, as `tf.io.gfile.stat` gives them on any file system). The latest
+checkpoint carries the same record (`bert_tf/run_record.py`), which is believed when those
+files are gone or disagree with it. Each difference is one line, and each setting declares
+what changing it does (`change=` in its `setting(...)`):
 - model (--config, the vocabulary): the checkpoints hold another model: an error;
 - stream (the corpus, seq_length, masking, NSP, the seed, ...): the recorded data position
   indexes the old stream of examples, so the stream starts afresh at the first piece of the
@@ -23,7 +24,7 @@ import os
 
 import tensorflow as tf
 
-from bert_tf import files, settings
+from bert_tf import files, run_record, settings
 from bert_tf.data import corpus, record_position, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.data_settings import RECORDS
@@ -31,12 +32,12 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE, has_checkpoint
+from bert_tf.run_record import CORPUS_FILE
 from bert_tf.runtime import setting_changes
 from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
 
-CORPUS_FILE = "corpus.json"  # under model_dir: {path: [size, modification time in ns]}
 _DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")  # --dropout, noted
 _MEANING = {settings.STREAM: "a new stream", settings.MODEL: "the same model",
             settings.NOTED: "noted"}
@@ -90,18 +91,18 @@ class RunChanges:
 def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary) -> RunChanges:
   """Compares this run with the model_dir's last one (nothing to compare before its first
   checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
-  recorded_settings = setting_changes.read_record(config.model_dir, TRAIN_CONFIG_FILE)
-  if not (has_checkpoint(config.model_dir) and recorded_settings):
+  recorded = last_run(config.model_dir) if has_checkpoint(config.model_dir) else {}
+  if not recorded.get("train_config"):
     return RunChanges()
-  model_lines = _model_differences(config.model_dir, bert_config, vocabulary)
+  model_lines = _model_differences(recorded, bert_config, vocabulary)
   if model_lines:
     raise UserError(f"the model differs from the one {config.model_dir} trained "
                     f"({'; '.join(model_lines)}): its checkpoints cannot go on as another "
                     "model; use a new --model_dir")
-  recorded_corpus = setting_changes.read_record(config.model_dir, CORPUS_FILE)
+  recorded_corpus = recorded.get("corpus")
   differences = (_corpus_differences(recorded_corpus, corpus_fingerprint(config))
                  if recorded_corpus else [])
-  for field, before, after in setting_changes.differences(recorded_settings, config):
+  for field, before, after in setting_changes.differences(recorded["train_config"], config):
     change = field.metadata["change"]
     if field.name == "input_files" and recorded_corpus:
       change = settings.NOTED  # the fingerprint says whether the files changed
@@ -110,25 +111,56 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
   for line, change in differences:
     log.info("Changed since %s last trained: %s (%s)", config.model_dir, line, _MEANING[change])
   reads_records = config.input_format == RECORDS
-  read_records = recorded_settings.get("input_format") == RECORDS
+  read_records = recorded["train_config"].get("input_format") == RECORDS
   return RunChanges(any(change == settings.STREAM for _, change in differences),
                     reads_records=reads_records, kind_changed=reads_records != read_records)
 
 
-def _model_differences(model_dir: str, bert_config: BertConfig,
+def last_run(model_dir: str) -> dict:
+  """What the model_dir's last run was: {"bert_config", "tokens", "train_config", "corpus"},
+  each None when unknown. The latest checkpoint's record is believed; a side file is read
+  when the checkpoint has none (written before records). A side file gone or disagreeing
+  with the record is said in a line."""
+  side = {"bert_config": setting_changes.read_record(model_dir, CONFIG_FILE),
+          "train_config": setting_changes.read_record(model_dir, TRAIN_CONFIG_FILE),
+          "corpus": setting_changes.read_record(model_dir, CORPUS_FILE),
+          "tokens": (Vocabulary(os.path.join(model_dir, VOCAB_FILE)).tokens
+                     if tf.io.gfile.exists(os.path.join(model_dir, VOCAB_FILE)) else None)}
+  if side["bert_config"] is not None:  # as a model of it: defaults for keys added since
+    side["bert_config"] = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE)
+                                                    ).to_dict()
+  found = run_record.latest(model_dir)
+  if not found:
+    return side
+  checkpoint, record = found
+  believed = {"bert_config": BertConfig(**record["bert_config"]).to_dict(),
+              "train_config": record["train_config"], "corpus": record["corpus"],
+              "tokens": record["vocabulary"]["tokens"]}
+  files_of = {"bert_config": CONFIG_FILE, "train_config": TRAIN_CONFIG_FILE,
+              "corpus": CORPUS_FILE, "tokens": VOCAB_FILE}
+  gone = [files_of[name] for name in believed if side[name] is None]
+  differ = [files_of[name] for name in believed
+            if side[name] is not None and side[name] != believed[name]]
+  if gone:
+    log.info("%s has no %s: compared with the record in its checkpoint %s", model_dir,
+             ", ".join(gone), checkpoint)
+  if differ:
+    log.warning("%s: %s disagree with the record in its checkpoint %s: the checkpoint is "
+                "believed", model_dir, ", ".join(differ), checkpoint)
+  return believed
+
+
+def _model_differences(recorded: dict, bert_config: BertConfig,
                        vocabulary: Vocabulary) -> list[str]:
-  """Lines naming what differs between this run's model and the model_dir's."""
+  """Lines naming what differs between this run's model and the model_dir's last one."""
   lines = []
-  config_file = os.path.join(model_dir, CONFIG_FILE)
-  if tf.io.gfile.exists(config_file):
-    before = BertConfig.from_json_file(config_file).to_dict()
+  before = recorded.get("bert_config")
+  if before is not None:
     after = bert_config.to_dict()
     lines += [f"{key} {before.get(key)} -> {after.get(key)}" for key in sorted(after)
               if key not in _DROPOUT and before.get(key) != after.get(key)]
-  vocab_copy = os.path.join(model_dir, VOCAB_FILE)
-  if tf.io.gfile.exists(vocab_copy) and Vocabulary(vocab_copy).tokens != vocabulary.tokens:
-    lines.append(f"the vocabulary {vocabulary.path} is not the one it trained with "
-                 f"({vocab_copy})")
+  if recorded.get("tokens") is not None and recorded["tokens"] != vocabulary.tokens:
+    lines.append(f"the vocabulary {vocabulary.path} is not the one it trained with")
   return lines
 
 
