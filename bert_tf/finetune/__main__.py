@@ -15,13 +15,13 @@ def finetune(config: FinetuneConfig) -> None:
     from bert_tf.finetune import sweep
     sweep.report(sweep.run(config))
     return
+  from bert_tf.finetune.export import SIGNATURES
   from bert_tf.finetune.tasks import KINDS
   from bert_tf.finetune.training import finetune
   results = finetune(config)
-  signature = {"classify": "classify", "regress": "score", "tag": "tag", "answer": "answer"}
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "
         f"{KINDS[config.task].summary(results)}. The model is in {config.output_dir}/export "
-        f"(signature {signature[config.task]}).")
+        f"(signature {SIGNATURES[config.task]}).")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.served_answers import AnswerFinder
 from bert_tf.finetune.served_tags import WordTagger
 
-KINDS = ("classify", "regress", "tag", "answer")
 SIGNATURES = {"classify": "classify", "regress": "score", "tag": "tag", "answer": "answer"}
 
 
@@ -108,7 +107,7 @@ def export_task(model: keras.Model, task: dict, vocabulary: Vocabulary, director
   `task` is the output_dir's task.json (its kind, labels, pair, seq_length, lower_case and,
   for answers, the window and answer settings). Returns `directory`."""
   kind = task["task"]
-  if kind not in KINDS:
+  if kind not in SIGNATURES:
     raise ValueError(f"unknown task kind {kind!r}")
   if kind in ("classify", "regress"):
     text_encoder = TextEncoder(vocabulary, lower_case=task["lower_case"],

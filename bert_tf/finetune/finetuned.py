@@ -13,9 +13,8 @@ import tensorflow as tf
 from bert_tf import model_dir
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.finetune import heads
-from bert_tf.finetune.export import KINDS, export_task
-from bert_tf.finetune.model import classifier_model
+from bert_tf.finetune.export import export_task
+from bert_tf.finetune.tasks import KINDS
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -36,18 +35,6 @@ def is_finetuned(path: str) -> bool:
   return tf.io.gfile.exists(os.path.join(path, TASK_FILE))
 
 
-def task_model(encoder: keras.Model, config: BertConfig, task: dict) -> keras.Model:
-  """The task model of `task`'s kind on `encoder`, as fine-tuning builds it."""
-  kind, labels = task["task"], task["labels"]
-  if kind == "classify":
-    return classifier_model(encoder, len(labels), initializer_range=config.initializer_range)
-  if kind == "regress":
-    return heads.regression_model(encoder, initializer_range=config.initializer_range)
-  if kind == "tag":
-    return heads.tagging_model(encoder, len(labels), initializer_range=config.initializer_range)
-  return heads.span_model(encoder, initializer_range=config.initializer_range)
-
-
 def load_finetuned(path: str) -> Finetuned:
   """The fine-tuned model of the output_dir `path`; a one-line UserError for a file it lacks
   or a task.json of no known kind."""
@@ -64,7 +51,8 @@ def load_finetuned(path: str) -> Finetuned:
     raise UserError(f"{os.path.join(path, TASK_FILE)}: 'task' is none of {', '.join(KINDS)}")
   config = BertConfig.from_json_file(file(model_dir.CONFIG_FILE))
   vocabulary = Vocabulary(file(model_dir.VOCAB_FILE))
-  model = task_model(pretraining_model(config).get_layer("bert_encoder"), config, task)
+  model = KINDS[task["task"]].head(pretraining_model(config).get_layer("bert_encoder"),
+                                   len(task["labels"]), config.initializer_range)
   model.load_weights(file(model_dir.WEIGHTS_FILE))
   return Finetuned(model, config, vocabulary, task)
 
