@@ -102,7 +102,7 @@ def _first_reaching(token_splits, offsets):
 def _draws(seed, step, num_documents) -> _Draws:
   """The step's draws, all from one stateless op keyed on (seed, step)."""
   uniform = tf.random.stateless_uniform(
-      [len(_Draws._fields), num_documents],
+      [len(_Draws.__annotations__), num_documents],
       tf.random.experimental.stateless_fold_in(seed, step))
   return _Draws(*tf.unstack(uniform))
 
@@ -209,7 +209,7 @@ def _instance_loop(window: _Window, seed, **step_options) -> _Instance:
   empty = _Instance(*(tf.TensorArray(tf.bool if name in ("is_next", "is_short", "valid")
                                      else tf.int64, size=0, dynamic_size=True,
                                      element_shape=[None], infer_shape=False)
-                      for name in _Instance._fields))
+                      for name in _Instance.__annotations__))
   _, _, _, written = tf.while_loop(
       lambda step, start, owed, written: tf.reduce_any(start < window.document_end),
       body,
