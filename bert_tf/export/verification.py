@@ -24,7 +24,7 @@ from bert_tf.errors import UserError
 # (text_a, text_b): accents, CJK, numbers, cased words, and a pair longer than any training
 # sequence length, so that truncation is exercised. text_b "" is a single text.
 EXAMPLES = (
-    ("Café naïve résumé, Ångström and Dvořák.", "Größe über Zürich; señor niño."),
+    ("Café naïve résumé, Ångström and Dvořák.", "Über Zürich; señor niño, São Paulo."),
     ("北京大学的学生在东京学习日本語。", "ソウル and 서울 are the same city."),
     ("In 1984, 3.14159 of 2,718 items cost $42.50 (about 12%).", ""),
     ("The Python Language Reference describes the syntax. " * 40,
