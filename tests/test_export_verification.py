@@ -130,7 +130,7 @@ def test_hf_with_a_cased_tokenizer_fails_on_the_ids(trained, tmp_path):
     tokenizer = json.load(f)
   with open(tokenizer_file, "w") as f:
     json.dump({**tokenizer, "do_lower_case": False}, f)
-  with pytest.raises(UserError, match=r"^hf export failed verification: its token_ids of "
+  with pytest.raises(UserError, match=r"^hf export failed verification: its text_ids of "
                      r"example 0 are \[.*\), the pre-training tokenizer's \[.*\)$"):
     verify(trained, "hf", directory)
 

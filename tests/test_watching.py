@@ -43,13 +43,13 @@ def test_console_shows_our_lines_only(finished_run):
   # stderr: what is being built, checkpoints and evaluations, one line each, where the time
   # went, and nothing else.
   lines = result.stderr.splitlines()
-  split = lines.pop(-2)  # where the time went
+  split = lines.pop(-3)  # where the time went
   assert [re.sub(r"[/:].*", "", line) for line in lines] == [
       "Vocabulary ", "Learning a 8000-token WordPiece vocabulary from 0.4 MB of 4 files",
       "Wrote 3437 tokens to ",
       *[line for step in HELD_OUT_STEPS
         for line in (f"checkpoint at step {step}", f"held-out at step {step}")],
-      "Writing the serving SavedModel to "]
+      "Writing the serving SavedModel to ", "verified"]
   assert split.startswith("Wall time "), split
   for kind in ("training", "start-up", "checkpoints", "held-out evaluations", "other"):
     assert re.search(f"[:,] {kind} \\d+% \\(", split), (kind, split)
