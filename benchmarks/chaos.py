@@ -251,7 +251,8 @@ def tensorboard_steps(model_dir: str) -> dict:
   steps = collections.defaultdict(list)
   for run in sorted(os.listdir(os.path.join(model_dir, "logs"))):
     paths = glob.glob(os.path.join(model_dir, "logs", run, "events.out.tfevents.*"))
-    for path in sorted(paths, key=lambda p: (float(p.split(".")[3]), p)):
+    # events.out.tfevents.<seconds>.<host>...: by the time each writer started
+    for path in sorted(paths, key=lambda p: (int(os.path.basename(p).split(".")[3]), p)):
       for event in tf.compat.v1.train.summary_iterator(path):
         for value in event.summary.value:
           steps[run, value.tag].append(event.step)

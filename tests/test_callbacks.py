@@ -122,3 +122,12 @@ def test_training_curves_stay_whole_across_a_resume(tmp_path):
   assert [r["step"] for r in records] == [3, 6, 9, 10]
   assert records[1]["loss"] == pytest.approx(5 * 5)  # the resumed window: step 5 only
   assert os.listdir(tmp_path) == ["history.jsonl"]
+
+
+def test_training_curves_write_nothing_before_training_begins(tmp_path):
+  """A checkpoint saved before `fit` (step 0, a restart) writes the curves first: the file's
+  records are not read yet, so it is left as it is."""
+  path = tmp_path / "history.jsonl"
+  path.write_text('{"step": 3, "loss": 1.0}\n')
+  TrainingCurves(str(path)).write()
+  assert path.read_text() == '{"step": 3, "loss": 1.0}\n'
