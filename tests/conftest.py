@@ -114,3 +114,25 @@ def copy_of(tmp_path):
   def copy(model_dir):
     return shutil.copytree(model_dir, str(tmp_path / "copy"))
   return copy
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory, vocab_file):
+  """A train.py model_dir of a BERT of width 32, its weights as initialised: the encoder the
+  fine-tuning tests start from (`train.py` would only add training to it)."""
+  import keras
+
+  from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.model.bert_config import BertConfig
+  from bert_tf.model.pretraining import pretraining_model
+  from bert_tf.model_dir import WEIGHTS_FILE
+  from bert_tf.training.run_files import write_run_files
+  from bert_tf.training.train_settings import TrainConfig
+  directory = str(tmp_path_factory.mktemp("encoder"))
+  vocabulary = Vocabulary(vocab_file)
+  keras.utils.set_random_seed(0)
+  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+  write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
+  pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
+  return directory

@@ -13,18 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
-from bert_tf.model.bert_config import BertConfig
-from bert_tf.model.pretraining import pretraining_model
-from bert_tf.model_dir import WEIGHTS_FILE
-from bert_tf.training.run_files import write_run_files
-from bert_tf.training.train_settings import TrainConfig
 from helpers import run
 
 pytestmark = pytest.mark.e2e
@@ -47,19 +41,6 @@ def examples(count, seed):
     label = sorted(WORDS)[i % 2]
     rows.append((" ".join(generator.choices(WORDS[label], k=5)), label))
   return rows
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, vocab_file):
-  """A train.py model_dir of a BERT of width 32, its weights as initialised."""
-  directory = str(tmp_path_factory.mktemp("encoder"))
-  vocabulary = Vocabulary(vocab_file)
-  keras.utils.set_random_seed(0)
-  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-  write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
-  pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
-  return directory
 
 
 @pytest.fixture(scope="module")

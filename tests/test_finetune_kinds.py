@@ -11,40 +11,20 @@ import os
 import random
 import shutil
 
-import keras
 import numpy as np
 import pytest
 
-from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, finetune, task_model
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
-from bert_tf.model.bert_config import BertConfig
-from bert_tf.model.pretraining import pretraining_model
-from bert_tf.model_dir import WEIGHTS_FILE
-from bert_tf.training.run_files import write_run_files
-from bert_tf.training.train_settings import TrainConfig
 from helpers import run
 
 CODE = ["function", "class", "return", "value", "object", "method"]
 DEBUG = ["debugger", "breakpoint", "frame", "stack", "command", "line"]
 COMMON = ["the", "of", "and", "a", "is", "in"]
 SETTINGS = dict(epochs=2, learning_rate=2e-3, batch_size=8)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, vocab_file):
-  """A train.py model_dir of a BERT of width 32, its weights as initialised."""
-  directory = str(tmp_path_factory.mktemp("encoder"))
-  vocabulary = Vocabulary(vocab_file)
-  keras.utils.set_random_seed(0)
-  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
-                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-  write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
-  pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
-  return directory
 
 
 # === The files ===

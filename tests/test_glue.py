@@ -17,7 +17,6 @@ from bert_tf.finetune import FinetuneConfig, data, sweep
 from bert_tf.finetune.glue import scoring, table, tasks
 from bert_tf.finetune.glue.__main__ import run_glue
 from glue_files import QUESTIONS, SENTENCES, UNACCEPTABLE
-from test_finetune import model_dir  # noqa: F401  (the tiny encoder fixture)
 
 
 @pytest.fixture(scope="module")
