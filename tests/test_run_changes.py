@@ -160,6 +160,7 @@ def test_another_vocabulary_of_the_same_size_is_an_error(base, tmp_path, caplog,
     rerun(base, tmp_path, caplog, vocab_file=str(other))
 
 
+@pytest.mark.e2e
 def test_a_finished_run_rerun_keeps_its_figures(base, tmp_path, caplog):
   before = json.load(open(os.path.join(base.model_dir, "metrics.json")))
   model_dir, log = rerun(base, tmp_path, caplog)
@@ -171,6 +172,7 @@ def test_a_finished_run_rerun_keeps_its_figures(base, tmp_path, caplog):
   assert after["steps"] == 4
 
 
+@pytest.mark.e2e
 def test_resuming_without_dropout_warns_nothing(base, tmp_path, caplog):
   # The checkpoint holds the dropout layers' random-number states; this model has none.
   model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, dropout=0.0)
@@ -191,6 +193,7 @@ def stripped(base: TrainConfig, tmp_path) -> str:
   return str(model_dir)
 
 
+@pytest.mark.e2e
 def test_each_checkpoint_carries_the_runs_record(base):
   record = run_record.read(os.path.join(base.model_dir, "checkpoints", "ckpt-4"))
   side = {name: open(os.path.join(base.model_dir, name)).read() for name in SIDE_FILES}
@@ -217,6 +220,7 @@ def rerun_stripped(base, tmp_path, caplog, **changes) -> tuple[str, str]:
   return model_dir, caplog.text
 
 
+@pytest.mark.e2e
 def test_without_side_files_a_changed_sequence_length_is_said_the_same(base, tmp_path, caplog):
   model_dir, log = rerun_stripped(base, tmp_path, caplog, train_steps=6, seq_length=64,
                                   max_predictions_per_seq=10)
@@ -230,6 +234,7 @@ def test_without_side_files_a_changed_sequence_length_is_said_the_same(base, tmp
     assert os.path.exists(os.path.join(model_dir, name)), name
 
 
+@pytest.mark.e2e
 def test_without_side_files_another_vocabulary_or_model_is_an_error(base, tmp_path, caplog,
                                                                     vocab_file):
   tokens = open(vocab_file).read().splitlines()
@@ -243,6 +248,7 @@ def test_without_side_files_another_vocabulary_or_model_is_an_error(base, tmp_pa
     rerun_stripped(base, tmp_path / "b", caplog, config="bert_mini")
 
 
+@pytest.mark.e2e
 def test_side_files_that_disagree_with_the_checkpoint_are_not_believed(base, tmp_path, caplog,
                                                                        corpus_dir):
   model_dir = str(tmp_path / "run")
@@ -257,6 +263,7 @@ def test_side_files_that_disagree_with_the_checkpoint_are_not_believed(base, tmp
           f"{model_dir}/checkpoints/ckpt-4: the checkpoint is believed") in caplog.text
 
 
+@pytest.mark.e2e
 def test_a_model_dir_with_its_checkpoints_alone_exports(base, tmp_path, caplog):
   model_dir = stripped(base, tmp_path)
   with caplog.at_level(logging.INFO, logger="bert_tf"):
