@@ -20,7 +20,10 @@ from bert_tf.finetune.export import export_task
 from bert_tf.finetune.model import classifier_model
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from tests.helpers import run, run_script
+from helpers import run, run_script
+
+# Every test loads an export in a fresh TensorFlow process.
+pytestmark = pytest.mark.e2e
 
 TAGS = ["B-ORG", "I-ORG", "O"]
 TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "x " * 40]

@@ -200,7 +200,8 @@ def _tiny(model_dir, output_dir, **settings):  # noqa: F811
                         learning_rate=1e-3, batch_size=8, seq_length=16, **settings)
 
 
-def test_cola_over_two_seeds(model_dir, glue_dir, tmp_path):  # noqa: F811
+@pytest.mark.e2e
+def test_cola_over_two_seeds(model_dir, glue_dir, tmp_path):
   summary = sweep.run(_tiny(model_dir, str(tmp_path), glue_task="cola", glue_dir=glue_dir,
                             seeds="0,1", predict_file="test"))
   assert [run["seed"] for run in summary["runs"]] == [0, 1]
@@ -229,7 +230,8 @@ def test_cola_over_two_seeds(model_dir, glue_dir, tmp_path):  # noqa: F811
     assert json.load(f)["best"]["mean"] == cell["mean"]
 
 
-def test_the_driver_runs_every_task_present(model_dir, glue_dir, tmp_path):  # noqa: F811
+@pytest.mark.e2e
+def test_the_driver_runs_every_task_present(model_dir, glue_dir, tmp_path):
   only_mnli = tmp_path / "glue"
   glue_files.write_mnli(str(only_mnli))
   output = tmp_path / "out"

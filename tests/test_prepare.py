@@ -20,6 +20,9 @@ from bert_tf.prepare import DESCRIPTION, PrepareConfig, prepare_records, record_
 from helpers import run
 from test_records import original_spec
 
+# Every test writes records through the pipeline: minutes in all.
+pytestmark = pytest.mark.e2e
+
 SEQ, PREDICTIONS, EPOCHS, FILES = 64, 10, 2, 3
 SETTINGS = dict(seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, seed=4,
                 document_shuffle_buffer=100, example_shuffle_buffer=200)
