@@ -225,3 +225,15 @@ def wait_for_checkpoint(model_dirs, step, processes, timeout=300):
       assert process.poll() is None, process.stderr.read()[-3000:]
     assert time.time() - start < timeout, f"ckpt-{step} never became the latest"
     time.sleep(0.05)
+
+
+def randomised_model(config, seed=0, stddev=0.2):
+  """A pre-training model whose every weight is random (biases and layer norms too), so that a
+  weight put in the wrong place or orientation shows in the outputs."""
+  from bert_tf.model.pretraining import pretraining_model
+  model = pretraining_model(config)
+  rng = np.random.default_rng(seed)
+  for variable in model.weights:
+    variable.assign(rng.normal(0, stddev, variable.shape).astype("float32")
+                    + (1.0 if variable.path.endswith("gamma") else 0.0))
+  return model

@@ -15,21 +15,11 @@ from bert_tf.export import verification
 from bert_tf.export.trained import Trained, export, verify
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from helpers import run
+from helpers import randomised_model, run
 
 SEQ_LENGTH = 32  # below the long example's length: truncation is exercised
 VERIFIED = re.compile(r"^verified: (savedmodel|hf|keras_hub) ids equal, largest output "
                       r"difference (\S+) \(\w+; tolerance (\S+)\)$")
-
-
-def randomised(model, seed=0):
-  """Every weight random (biases and layer norms too), so that a weight put in the wrong place
-  shows in the outputs."""
-  rng = np.random.default_rng(seed)
-  for variable in model.weights:
-    variable.assign(rng.normal(0, 0.05, variable.shape).astype("float32")
-                    + (1.0 if variable.path.endswith("gamma") else 0.0))
-  return model
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +27,7 @@ def trained(vocab_file):
   vocabulary = Vocabulary(vocab_file)
   config = BertConfig.from_preset("bert_tiny", vocab_size=len(vocabulary),
                                   max_position_embeddings=64)
-  return Trained(randomised(pretraining_model(config)), config, vocabulary, lower_case=True,
+  return Trained(randomised_model(config, stddev=0.05), config, vocabulary, lower_case=True,
                  seq_length=SEQ_LENGTH)
 
 

@@ -25,23 +25,13 @@ from bert_tf.interop.tf1_checkpoint import load_tf1_checkpoint
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.encoder import bert_encoder
 from bert_tf.model.pretraining import pretraining_model
+from helpers import randomised_model
 
 SENTENCES = [
     ("The \"if\" statement is used for conditional execution.",
      "It selects exactly one of the suites by evaluating the expressions one by one."),
     ("A class definition defines a class object.", "Literals are notations for constants."),
 ]
-
-
-def randomised_model(config, seed=0):
-  """A model whose every weight is random (biases and layer norms too), so that a weight put
-  in the wrong place or orientation shows in the outputs."""
-  model = pretraining_model(config)
-  rng = np.random.default_rng(seed)
-  for variable in model.weights:
-    variable.assign(rng.normal(0, 0.2, variable.shape).astype("float32")
-                    + (1.0 if variable.path.endswith("gamma") else 0.0))
-  return model
 
 
 @pytest.fixture(scope="module")
