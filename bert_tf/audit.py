@@ -17,12 +17,16 @@ import dataclasses
 import json
 import sys
 
-import numpy as np
+from bert_tf import console
 
-from bert_tf import console, run_record
-from bert_tf.errors import UserError
-from bert_tf.settings import setting
-from bert_tf.training.train_settings import TrainConfig
+if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
+  console.start(sys.argv)
+import numpy as np  # noqa: E402
+
+from bert_tf import run_record  # noqa: E402
+from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.settings import setting  # noqa: E402
+from bert_tf.training.train_settings import TrainConfig  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,5 +185,4 @@ def show(config: AuditConfig) -> None:
 
 
 if __name__ == "__main__":
-  console.start(sys.argv)  # before TensorFlow loads: its start-up lines, unless debug
   console.run_command(AuditConfig, show)

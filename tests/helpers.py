@@ -17,6 +17,8 @@ import time
 import h5py
 import numpy as np
 
+import processes
+
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 
@@ -104,20 +106,31 @@ def train_as_worker(**settings):
 """
 
 
-def run(args, timeout=600, cwd=ROOT, as_user=False, program=sys.executable, **variables):
-  """`python *args` (or `program *args`) in a fresh process, in the repository's root unless
+def run(args, timeout=600, cwd=ROOT, as_user=False, fresh=False, program=sys.executable,
+        **variables):
+  """`python *args` (or `program *args`) in a new process, in the repository's root unless
   `cwd`, with `environment(as_user, **variables)`; the completed process, its output as text.
-  Every test that starts a process starts it here or in `start`."""
-  return subprocess.run([program, *args], cwd=cwd, env=environment(as_user, **variables),
-                        capture_output=True, text=True, timeout=timeout)
+  Every test that starts a process starts it here or in `start`: forked from a Python that has
+  imported TensorFlow already (`processes.py`), or in a fresh interpreter when `fresh`,
+  `as_user` or the variables ask for what happens before TensorFlow is imported."""
+  if program != sys.executable:
+    return subprocess.run([program, *args], cwd=cwd, env=environment(as_user, **variables),
+                          capture_output=True, text=True, timeout=timeout)
+  process = start(args, cwd=cwd, as_user=as_user, fresh=fresh, **variables)
+  try:
+    stdout, stderr = process.communicate(timeout=timeout)
+  except subprocess.TimeoutExpired:
+    process.kill()
+    process.wait()
+    raise
+  return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-def start(args, stdout=subprocess.PIPE, as_user=False, **variables):
+def start(args, stdout=subprocess.PIPE, cwd=ROOT, as_user=False, fresh=False, **variables):
   """`python *args` started as `run` does, stderr piped (stdout too unless told); the running
-  process."""
-  return subprocess.Popen([sys.executable, *args], cwd=ROOT,
-                          env=environment(as_user, **variables), stdout=stdout,
-                          stderr=subprocess.PIPE, text=True)
+  process (a `subprocess.Popen`, or its likeness from `processes.py`)."""
+  return processes.popen(args, cwd, environment(as_user, **variables), environment(),
+                         stdout=stdout, fresh=fresh or as_user)
 
 
 def run_script(script, timeout=900):

@@ -70,4 +70,4 @@ def test_a_whole_run_on_ram_file_system(data_dir, vocab_file):
   assert {"model.safetensors", "config.json", "vocab.txt"} <= set(found["hf"])
   assert found["hf_tensors"] > 20
   assert found["keras_hub"]["class_name"] == "BertBackbone"
-  assert found["signatures"] == ["encode", "fill_mask", "is_next"]
+  assert found["signatures"] == ["encode", "fill_mask", "is_next", "tokenize"]

@@ -5,12 +5,11 @@ above its own; of pre-training's modules only the probe imports fine-tuning's; a
 
 import ast
 import os
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import ROOT, run
+
 PACKAGE = os.path.join(ROOT, "bert_tf")
 INTERNALS = "bert_tf.model.keras_internals"
 
@@ -103,8 +102,7 @@ def test_only_the_internals_module_touches_keras_internals(module):
 def test_an_untested_keras_is_one_line():
   script = ("from bert_tf.model import keras_internals\n"
             "keras_internals.check_keras_version('3.16.0')\n")
-  result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  result = run(["-c", script], timeout=120, TF_CPP_MIN_LOG_LEVEL="3")
   assert result.returncode == 1
   assert result.stderr.strip().splitlines()[-1] == (
       "error: bert_tf's training step was tested on Keras 3.15.x, not Keras 3.16.0: "

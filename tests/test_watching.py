@@ -163,7 +163,7 @@ def test_a_mistake_is_one_line_and_debug_brings_the_noise_back(tmp_path):
   assert debug.stderr.endswith("error: no file matches '/nonexistent/*.txt'\n")
   assert debug.stderr.strip().splitlines()[-1] == "error: no file matches '/nonexistent/*.txt'"
   assert "Traceback (most recent call last)" in debug.stderr
-  assert "oneDNN" in debug.stderr and "InitializeLog" in debug.stderr
+  assert "InitializeLog" in debug.stderr  # oneDNN's notice only on CPUs it optimises for
 
 
 @pytest.fixture

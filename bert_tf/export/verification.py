@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import keras
 import numpy as np
 
+from bert_tf import files
 from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -206,8 +207,12 @@ with open(sys.argv[3], "w") as f:
 
 
 def saved_model_results(directory: str) -> Results:
-  """The SavedModel's signatures on EXAMPLES and MASKED, loaded in a fresh process."""
+  """The SavedModel's signatures on EXAMPLES and MASKED, loaded in a fresh process (from a
+  local copy when `directory` is on `ram://`, which only this process sees)."""
   with tempfile.TemporaryDirectory() as scratch:
+    if directory.startswith("ram://"):
+      files.copy_directory(directory, os.path.join(scratch, "saved_model"))
+      directory = os.path.join(scratch, "saved_model")
     given, answered = os.path.join(scratch, "examples.json"), os.path.join(scratch, "out.json")
     with open(given, "w") as f:
       json.dump({"examples": EXAMPLES, "masked": MASKED}, f)
