@@ -1,8 +1,12 @@
-"""Shared fixtures, made once per test process: the built-in corpus, a vocabulary learned from
-it, and a finished tiny run."""
+"""Shared fixtures, made once per `pytest` run (the first test process to need one makes it,
+the other waits and reads it): the built-in corpus, a vocabulary learned from it, a finished
+tiny run and a tiny encoder."""
 
+import fcntl
+import json
 import os
 import shutil
+import subprocess
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -36,12 +40,27 @@ def pytest_collection_modifyitems(items):
   items.sort(key=rank)
 
 
+def made_once(tmp_path_factory, worker_id, name, make):
+  """What `make(directory)` returned (JSON), made in `directory` by the first of this run's
+  test processes to ask for `name`; the others wait for it and read what it made."""
+  root = tmp_path_factory.getbasetemp()
+  root = root if worker_id == "master" else root.parent  # the parent: all workers' temp
+  directory, made = root / name, root / f"{name}.json"
+  with open(root / f"{name}.lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    if not made.exists():
+      directory.mkdir(exist_ok=True)
+      made.write_text(json.dumps(make(str(directory))))
+    return json.loads(made.read_text())
+
+
 @pytest.fixture(scope="session")
-def data_dir(tmp_path_factory):
+def data_dir(tmp_path_factory, worker_id):
   """A data directory holding the built-in corpus (Python's language reference)."""
-  directory = tmp_path_factory.mktemp("data")
-  builtin_corpus.corpus_pattern(str(directory))
-  return str(directory)
+  def make(directory):
+    builtin_corpus.corpus_pattern(directory)
+    return directory
+  return made_once(tmp_path_factory, worker_id, "data", make)
 
 
 @pytest.fixture(scope="session")
@@ -50,12 +69,14 @@ def corpus_pattern(data_dir):
 
 
 @pytest.fixture(scope="session")
-def vocab_file(data_dir, corpus_pattern):
+def vocab_file(tmp_path_factory, worker_id, corpus_pattern):
   """A real WordPiece vocabulary (about 3,400 tokens) learned from the built-in corpus."""
-  from bert_tf.data.vocabulary_learner import build_vocabulary
-  path = os.path.join(data_dir, "vocab.txt")
-  build_vocabulary(corpus_pattern, path, vocab_size=8000)
-  return path
+  def make(directory):
+    from bert_tf.data.vocabulary_learner import build_vocabulary
+    path = os.path.join(directory, "vocab.txt")
+    build_vocabulary(corpus_pattern, path, vocab_size=8000)
+    return path
+  return made_once(tmp_path_factory, worker_id, "vocabulary", make)
 
 
 def _write_tf1_checkpoint(state, config, directory, extra=()):
@@ -99,13 +120,15 @@ def write_tf1_checkpoint():
 
 
 @pytest.fixture(scope="session")
-def finished_run(tmp_path_factory, data_dir):
+def finished_run(tmp_path_factory, worker_id, data_dir):
   """`helpers.TINY_RUN` trained to its end in a fresh process with a user's environment: (its
   model_dir, the completed process). Read it; to change a model_dir, change `copy_of` it."""
-  model_dir = str(tmp_path_factory.mktemp("finished_run"))
-  result = run(tiny_run(model_dir, data_dir), timeout=1800, as_user=True)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return model_dir, result
+  def make(model_dir):
+    result = run(tiny_run(model_dir, data_dir), timeout=1800, as_user=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [model_dir, result.args, result.stdout, result.stderr]
+  model_dir, args, stdout, stderr = made_once(tmp_path_factory, worker_id, "finished_run", make)
+  return model_dir, subprocess.CompletedProcess(args, 0, stdout, stderr)
 
 
 @pytest.fixture
@@ -117,9 +140,15 @@ def copy_of(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def model_dir(tmp_path_factory, vocab_file):
+def model_dir(tmp_path_factory, worker_id, vocab_file):
   """A train.py model_dir of a BERT of width 32, its weights as initialised: the encoder the
   fine-tuning tests start from (`train.py` would only add training to it)."""
+  def make(directory):
+    return _initialised_encoder(directory, vocab_file)
+  return made_once(tmp_path_factory, worker_id, "encoder", make)
+
+
+def _initialised_encoder(directory, vocab_file):
   import keras
 
   from bert_tf.data.tokenization import Vocabulary
@@ -128,7 +157,6 @@ def model_dir(tmp_path_factory, vocab_file):
   from bert_tf.model_dir import WEIGHTS_FILE
   from bert_tf.training.run_files import write_run_files
   from bert_tf.training.train_settings import TrainConfig
-  directory = str(tmp_path_factory.mktemp("encoder"))
   vocabulary = Vocabulary(vocab_file)
   keras.utils.set_random_seed(0)
   config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,

@@ -34,7 +34,8 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
   The final figures are measured on fresh batches (new pairs and masks, dropout off), so that
   they are the same whether this run trained or found its training already complete."""
   trained.save_weights(model, config.model_dir)  # the model's weights, not the optimizer's
-  measured = datasets.measured_batches(config, vocabulary)
+  # Read twice (by the model, then for the baseline): kept after the first reading.
+  measured = datasets.measured_batches(config, vocabulary).take(config.eval_steps).cache()
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(
       steps=int(model.optimizer.iterations.numpy()),

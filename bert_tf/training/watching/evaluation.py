@@ -73,6 +73,8 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     only."""
     super().__init__()
     self.make_dataset = make_dataset  # the held-out batches, the same on each call; or None
+    self._dataset = None  # made at the first evaluation, read again at each (the same batches)
+    self._latest = None  # (step, results) of the latest evaluation
     self.probe = probe  # model -> {"probe_accuracy": ...}, or None
     self.steps = steps
     self.every = every
@@ -101,6 +103,16 @@ class HeldOutEvaluation(keras.callbacks.Callback):
              " ".join(f"{name}: {value:.4f}" for name, value in results.items()))
 
   def evaluate(self, model: keras.Model) -> dict:
-    """`eval_*` figures of `model` now, and the probe's (also used once training is over)."""
-    results = evaluate(model, self.make_dataset(), self.steps) if self.make_dataset else {}
-    return {**results, **(self.probe(model) if self.probe else {})}
+    """`eval_*` figures of `model` now, and the probe's (also used once training is over:
+    those of the evaluation at the final step when there was one, the weights being the
+    same)."""
+    step = int(model.optimizer.iterations.numpy())
+    if self._latest and self._latest[0] == step:
+      return self._latest[1]
+    results = {}
+    if self.make_dataset:
+      self._dataset = self._dataset or self.make_dataset()
+      results = evaluate(model, self._dataset, self.steps)
+    results.update(self.probe(model) if self.probe else {})
+    self._latest = (step, results)
+    return results
