@@ -39,7 +39,7 @@ def train(config: TrainConfig) -> None:
     console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
   print(report.summary(metrics))
   chief = strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver())
-  if chief and config.input_format != RECORDS:  # records hold no sentences to show
+  if chief and config.serving_export and config.input_format != RECORDS:  # records: no text
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
     print(examples.show_predictions(os.path.join(config.model_dir, "export"),
                                     config.input_files, config.input_format,

@@ -75,13 +75,13 @@ def tiny_run(model_dir, data_dir):
 
 
 # A tiny run to interrupt and resume: 12 steps, a checkpoint every 2, dropout on (the preset's),
-# seed fixed, the export's check left to its own tests (a fresh process less per run); as
+# seed fixed, no serving export (its own tests write and check it); as
 # `TrainConfig` fields, and as train.py's flags.
 RESUMABLE_STEPS = 12
 RESUMABLE_CONFIG = dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
                         global_batch_size=8, train_steps=RESUMABLE_STEPS, checkpoint_every=2,
                         warmup_steps=2, eval_steps=1, verbose=False, seed=3,
-                        skip_verify=True)
+                        serving_export=False)
 RESUMABLE = [f"--{name}={value}" for name, value in RESUMABLE_CONFIG.items()]
 
 

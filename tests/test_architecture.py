@@ -99,6 +99,7 @@ def test_only_the_internals_module_touches_keras_internals(module):
   assert not uses, f"{module} uses private attributes: {uses}"
 
 
+@pytest.mark.e2e
 def test_an_untested_keras_is_one_line():
   script = ("from bert_tf.model import keras_internals\n"
             "keras_internals.check_keras_version('3.16.0')\n")

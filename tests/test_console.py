@@ -115,6 +115,7 @@ def test_debug_shows_the_traceback_before_the_line(capsys, configured):
     (["train.py", "--train_steps=5", "extra"], "error: unexpected arguments: extra"),
     (["-m", "bert_tf.export", "--bogus"], "error: Unknown command line flag 'bogus'"),
 ])
+@pytest.mark.e2e
 def test_a_flag_mistake_is_one_line_and_exit_status_2(command, message):
   result = run(command, timeout=120)
   assert (result.returncode, result.stderr.strip().splitlines()) == (2, [message])

@@ -271,6 +271,7 @@ def test_chunks_cutting_characters_crlfs_and_documents_give_the_whole_read(
     assert documents == expected, chunk_bytes
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("input_format", corpus.INPUT_FORMATS)
 def test_built_in_corpus_streamed_in_small_chunks_equals_whole_read(corpus_pattern,
                                                                     input_format):
@@ -281,6 +282,7 @@ def test_built_in_corpus_streamed_in_small_chunks_equals_whole_read(corpus_patte
     assert _streamed_in_chunks_of(path, [997, 65_536], input_format) == [expected, expected]
 
 
+@pytest.mark.e2e
 def test_range_inside_a_file_equals_a_whole_read_of_its_bytes(tmp_path):
   content = b"One.\nTwo.\n\nThree.\nFour.\n\n\n\xef\xbb\xbfFive.\nSix.\n"
   path = _write(tmp_path / "f.txt", content)

@@ -77,6 +77,7 @@ def reference(request, corpus_pattern, vocab_file, data_dir):
   return options, rows
 
 
+@pytest.mark.e2e
 def test_stream_resumes_after_any_position(reference, corpus_pattern, vocab_file):
   options, rows = reference
   keys = [int(row["x/stream_position"]) for row in rows]
@@ -98,6 +99,7 @@ def test_stream_resumes_after_any_position(reference, corpus_pattern, vocab_file
     assert _same(resumed, rows[last + 1:last + 1 + 2 * BATCH]), name
 
 
+@pytest.mark.e2e
 def test_positions_only_when_asked(corpus_pattern, vocab_file, data_dir):
   plain, keyed = (bert_tf.pretraining_dataset(corpus_pattern, vocab_file, data_dir=data_dir,
                                               with_positions=asked, **SMALL)
@@ -117,6 +119,7 @@ def _first_batch_seconds(dataset):
   return time.perf_counter() - start
 
 
+@pytest.mark.e2e
 def test_time_to_first_batch_does_not_grow_with_the_position(corpus_pattern, vocab_file,
                                                               data_dir):
   def seconds(position):

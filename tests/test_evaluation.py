@@ -16,6 +16,8 @@ from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training.watching import evaluation
 from bert_tf.training.watching.callbacks import TrainingCurves
 
+pytestmark = pytest.mark.e2e  # one fit with held-out evaluations, for all its tests
+
 EVAL_STEPS = 2
 
 

@@ -81,6 +81,7 @@ def test_a_difference_in_ids_or_beyond_the_tolerance_fails_in_one_line():
       "hf", lambda: logits, lambda: {"mlm_logits": logits["mlm_logits"] + [[1e-3, 0]]}, 1e-4)
 
 
+@pytest.mark.e2e
 def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(trained, tmp_path):
   directory = export(trained, "savedmodel", str(tmp_path / "serving"))
   assert checked_line(verify(trained, "savedmodel", directory), "savedmodel") < 1e-5
@@ -92,6 +93,7 @@ def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(train
     verify(trained, "savedmodel", directory)
 
 
+@pytest.mark.e2e
 def test_savedmodel_that_does_not_load_fails_in_one_line(trained, tmp_path):
   directory = export(trained, "savedmodel", str(tmp_path / "serving"))
   os.remove(os.path.join(directory, "saved_model.pb"))
@@ -100,6 +102,7 @@ def test_savedmodel_that_does_not_load_fails_in_one_line(trained, tmp_path):
     verify(trained, "savedmodel", directory)
 
 
+@pytest.mark.e2e
 def test_hf_verifies_with_transformers_and_a_wrong_layer_norm_eps_fails(trained, tmp_path):
   directory = export(trained, "hf", str(tmp_path / "hf"))
   assert checked_line(verify(trained, "hf", directory), "hf") < 1e-5
@@ -140,6 +143,7 @@ def test_keras_hub_verifies_and_a_tokenizer_keeping_accents_fails(trained, tmp_p
     verify(trained, "keras_hub", directory)
 
 
+@pytest.mark.e2e
 def test_keras_hub_with_a_changed_weight_fails(trained, tmp_path):
   broken = Trained(changed(trained), trained.config, trained.vocabulary, True, SEQ_LENGTH)
   directory = export(broken, "keras_hub", str(tmp_path / "preset"))

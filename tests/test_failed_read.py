@@ -41,6 +41,7 @@ def trained(dataset, steps, accumulation, steps_per_execution):
   return model
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("accumulation,steps_per_execution", [(1, 1), (2, 1), (1, 3)])
 def test_the_failed_step_changes_nothing(tmp_path, accumulation, steps_per_execution):
   failed = trained(batches(tmp_path / "failing", fails=True), STEPS_BEFORE + 2,

@@ -26,6 +26,7 @@ def random_file(rng, path):
   path.write_bytes(data)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_files_never_crash(tmp_path, vocab_file, seed):
   rng = np.random.default_rng(seed)

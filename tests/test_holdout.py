@@ -69,6 +69,7 @@ def stream_tokens(corpus_pattern, vocab_file, held_out: bool) -> set[int]:
   return {int(t) for batch in dataset for example in original_tokens(batch) for t in example}
 
 
+@pytest.mark.e2e
 def test_held_out_text_never_reaches_the_training_stream(corpus_pattern, vocab_file):
   texts = corpus_documents(corpus_pattern)
   is_held_out = holdout.held_out_mask(tf.constant(texts), FRACTION).numpy()

@@ -19,7 +19,7 @@ from helpers import run
 
 TINY = ["--config=bert_tiny", "--seq_length=32", "--max_predictions_per_seq=5",
         "--global_batch_size=4", "--train_steps=2", "--checkpoint_every=2", "--warmup_steps=1",
-        "--eval_steps=1"]
+        "--eval_steps=1", "--noserving_export"]
 # The keys, with their values, that Google's Chinese and multilingual bert_config.json files
 # add to the original format.
 GOOGLE_EXTRA_KEYS = {"directionality": "bidi", "pooler_fc_size": 768,

@@ -41,7 +41,7 @@ def corpus(tmp_path_factory, corpus_pattern):
 # The run: on the small corpus, held-out figures every 4 steps; as `TrainConfig` fields.
 SETTINGS = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
                 train_steps=TRAIN_STEPS, checkpoint_every=2, eval_every=4, warmup_steps=2,
-                eval_steps=1, verbose=False, seed=7, skip_verify=True)
+                eval_steps=1, verbose=False, seed=7, serving_export=False)
 
 
 def settings(corpus, model_dir, data_dir, vocab_file) -> dict:

@@ -300,6 +300,7 @@ def test_keras_hub_preset_of_the_issue_keeps_accented_words(vocabulary, config, 
   assert tokenizer.get_config()["strip_accents"] is True
 
 
+@pytest.mark.e2e
 def test_keras_hub_text_classifier_fine_tunes_from_the_preset(vocabulary, config, tmp_path):
   import keras_hub
   directory = str(tmp_path / "preset")
@@ -331,6 +332,7 @@ TEXTS = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("lower_case", [True, False])
 def test_tokenizer_matches_transformers_bert_tokenizer(lower_case, vocab_file, corpus_pattern,
                                                        tmp_path):

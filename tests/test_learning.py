@@ -23,7 +23,8 @@ def test_training_learns(tmp_path, data_dir, corpus_pattern):
                        model_dir=str(tmp_path / "run"), config="bert_tiny", dropout=0.0,
                        seq_length=32, max_predictions_per_seq=13, masked_lm_prob=0.4,
                        nsp=False, global_batch_size=32, train_steps=300, warmup_steps=20,
-                       learning_rate=2e-3, checkpoint_every=300, eval_steps=20, verbose=0)
+                       learning_rate=2e-3, checkpoint_every=300, eval_steps=20, verbose=0,
+                       serving_export=False)
   start = time.monotonic()
   metrics = train(config)
   elapsed = time.monotonic() - start

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 WORKER = TRAIN_AS_WORKER + r"""
 train_as_worker(seq_length=32, max_predictions_per_seq=5, global_batch_size=4, train_steps=8,
-                checkpoint_every=2, eval_steps=1)
+                checkpoint_every=2, eval_steps=1, serving_export=False)
 """
 
 

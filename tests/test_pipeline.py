@@ -185,6 +185,7 @@ def test_nsp_labels_and_pairs(one_epoch):
   assert abs(is_next.mean() - 0.5) < 0.05, is_next.mean()
 
 
+@pytest.mark.e2e
 def test_mlm_only_whole_word_masking(corpus_pattern, data_dir, tmp_path):
   # A small vocabulary, so that many words are split into pieces (the shared one of 8,000
   # holds almost every word of this corpus whole).
@@ -256,6 +257,7 @@ def _examples_seen(pattern, vocab_file, **kwargs):
   return collections.Counter(_sequences(*_one_pass(dataset)))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("files", [4, 1])
 def test_shards_are_disjoint_and_cover_the_corpus(tmp_path, files):
   # Two shards of four files split the files; of one file, its documents. Either way each

@@ -16,6 +16,7 @@ from helpers import small_batch, tiny_bert
 CONFIG = tiny_bert()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name, compute", [("bf16", "bfloat16"), ("fp16", "float16")])
 def test_mixed_precision_trains_with_float32_logits_and_losses(name, compute):
   with precision.policy(name):

@@ -24,7 +24,8 @@ from bert_tf.training.trainer import train
 from bert_tf.training.watching import probe
 
 TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
-            train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False)
+            train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False,
+            serving_export=False)
 
 
 def test_a_probe_file_without_its_column_is_one_user_error(data_dir):
@@ -38,6 +39,7 @@ def keras_models() -> int:
   return sum(isinstance(thing, keras.Model) for thing in gc.get_objects())
 
 
+@pytest.mark.e2e
 def test_probe_restores_random_states_frees_its_models_and_repeats(data_dir, vocab_file):
   vocabulary = Vocabulary(vocab_file)
   config = TrainConfig(data_dir=data_dir, probe_train_file="builtin",

@@ -18,6 +18,7 @@ from bert_tf.training.trainer import TrainConfig, train
 from helpers import (
   RESUMABLE_CONFIG,
   RESUMABLE_STEPS,
+  latest_checkpoint_step,
   resumable_run,
   run,
   start,
@@ -39,35 +40,25 @@ def uninterrupted(tmp_path_factory, data_dir, vocab_file):
 
 
 def start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step):
+  """The run's command started; returned once `ckpt-{step}` (or a later one) is the latest."""
   process = start(resumable_run(model_dir, data_dir, vocab_file))
   wait_for_checkpoint([model_dir], step, [process])
   return process
 
 
-def rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at):
-  """Re-runs the same command: it must resume from a step at or after `interrupted_at` and
-  before the last one (so that the re-run trains), and end with the uninterrupted weights."""
-  result = run(resumable_run(model_dir, data_dir, vocab_file))
-  assert result.returncode == 0, result.stderr[-3000:]
-  resumed_at = re.search(r"Resumed from the checkpoint at step (\d+)", result.stderr)
-  assert resumed_at, result.stderr[-3000:]
-  assert interrupted_at <= int(resumed_at.group(1)) < RESUMABLE_STEPS
+def compare(uninterrupted, model_dir):
   resumed = weights(model_dir)
   assert sorted(uninterrupted) == sorted(resumed)
   for name in uninterrupted:
     np.testing.assert_allclose(resumed[name], uninterrupted[name], atol=1e-5, err_msg=name)
 
 
-def test_sigkill_then_rerun_resumes_exactly(uninterrupted, tmp_path, data_dir, vocab_file):
-  model_dir = str(tmp_path / "run")
-  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=4)
-  process.send_signal(signal.SIGKILL)
-  process.wait()
-  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
-  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=4)
-
-
-def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
+def test_sigterm_ctrl_c_and_sigkill_each_resume_exactly(uninterrupted, tmp_path, data_dir,
+                                                         vocab_file):
+  """One run stopped three times, each time by another fault, and re-run after each: SIGTERM
+  and Ctrl-C save where they stop and exit with status 1 and a line; kill -9 leaves the latest
+  checkpoint. Each re-run resumes from where the fault left it (said in a line) and the last
+  ends with the uninterrupted run's weights."""
   model_dir = str(tmp_path / "run")
   process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
   process.send_signal(signal.SIGTERM)
@@ -76,24 +67,34 @@ def test_sigterm_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir,
   assert time.time() - signalled < 30
   assert process.returncode == 1
   assert "stopped by SIGTERM at step" in stderr and "Traceback" not in stderr
-  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=2)
+  stopped_at = latest_checkpoint_step(model_dir)
 
-
-def test_ctrl_c_saves_and_exits_then_resumes(uninterrupted, tmp_path, data_dir, vocab_file):
-  model_dir = str(tmp_path / "run")
-  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=2)
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=stopped_at + 1)
   process.send_signal(signal.SIGINT)
-  start = time.time()
+  signalled = time.time()
   _, stderr = process.communicate(timeout=60)
-  assert time.time() - start < 30
+  assert time.time() - signalled < 30
   assert process.returncode == 1, stderr[-3000:]
+  assert f"Resumed from the checkpoint at step {stopped_at}" in stderr
   stopped = re.search(r"stopped: interrupted at step (\d+), saved; re-run the command to go on",
                       stderr)
   assert stopped and "Traceback" not in stderr, stderr[-3000:]
   step = int(stopped.group(1))
   assert f'model_checkpoint_path: "ckpt-{step}"' in open(
       os.path.join(model_dir, "checkpoints", "checkpoint")).read()  # saved where it stopped
-  rerun_and_compare(uninterrupted, model_dir, data_dir, vocab_file, interrupted_at=step)
+
+  process = start_and_wait_for_checkpoint(model_dir, data_dir, vocab_file, step=step + 1)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert not os.path.exists(os.path.join(model_dir, "model.weights.h5"))  # killed mid-run
+  killed_after = latest_checkpoint_step(model_dir)
+
+  result = run(resumable_run(model_dir, data_dir, vocab_file))
+  assert result.returncode == 0, result.stderr[-3000:]
+  resumed_at = re.search(r"Resumed from the checkpoint at step (\d+)", result.stderr)
+  assert resumed_at, result.stderr[-3000:]
+  assert killed_after <= int(resumed_at.group(1)) < RESUMABLE_STEPS
+  compare(uninterrupted, model_dir)
 
 
 def test_sigkill_then_rerun_with_four_steps_per_execution(uninterrupted, tmp_path, data_dir,
@@ -115,10 +116,7 @@ def test_sigkill_then_rerun_with_four_steps_per_execution(uninterrupted, tmp_pat
   assert re.search(rf"Resumed from the checkpoint at step [48] of {RESUMABLE_STEPS}",
                    result.stderr)
   assert "Taking over" in result.stderr  # the killed run's lock
-  resumed = weights(model_dir)
-  assert sorted(uninterrupted) == sorted(resumed)
-  for name in uninterrupted:
-    np.testing.assert_allclose(resumed[name], uninterrupted[name], atol=1e-5, err_msg=name)
+  compare(uninterrupted, model_dir)
 
 
 def test_a_second_ctrl_c_aborts_at_once(tmp_path, data_dir, vocab_file):

@@ -53,7 +53,8 @@ def base(tmp_path_factory, corpus_dir, data_dir, vocab_file):
       model_dir=str(tmp_path_factory.mktemp("base") / "run"), data_dir=data_dir,
       vocab_file=vocab_file, input_files=str(corpus_dir / "*.txt"), config="bert_tiny",
       seq_length=32, max_predictions_per_seq=5, global_batch_size=BATCH, train_steps=4,
-      checkpoint_every=2, warmup_steps=2, eval_steps=1, verbose=False, seed=5)
+      checkpoint_every=2, warmup_steps=2, eval_steps=1, verbose=False, seed=5,
+      serving_export=False)
   trainer.train(config)
   return config
 

@@ -83,6 +83,6 @@ def test_reading_a_flagfile_loads_neither_tensorflow_nor_keras():
       "heavy = [m for m in sys.modules if m.split('.')[0] in "
       "('tensorflow', 'keras', 'keras_hub', 'tensorflow_text')]\n"
       "print(heavy)\n")
-  result = run(["-c", script], timeout=120)
+  result = run(["-c", script], timeout=120, fresh=True)  # what an interpreter has loaded
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.strip() == "[]"

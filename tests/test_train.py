@@ -255,6 +255,7 @@ def test_checkpoint_of_another_model_is_a_clear_error(finished_run, data_dir):
   assert "hidden_size 128 -> 256" in result.stderr
 
 
+@pytest.mark.e2e
 def test_one_document_corpus_and_bad_vocabulary(tmp_path, vocab_file):
   corpus = tmp_path / "one.txt"
   config = TrainConfig(input_files=str(corpus), vocab_file=vocab_file,

@@ -46,7 +46,7 @@ def tiny_config(tmp_path, data_dir, vocab_file, records_pattern, **settings) -> 
       model_dir=str(tmp_path / "run"), data_dir=data_dir, vocab_file=vocab_file,
       input_format="tfrecord", input_files=records_pattern, config="bert_tiny",
       global_batch_size=8, train_steps=4, checkpoint_every=2, warmup_steps=2, eval_steps=1,
-      verbose=False, seed=3, **settings)
+      verbose=False, seed=3, **{"serving_export": False, **settings})
 
 
 def last_position(model_dir: str, step: int) -> int:

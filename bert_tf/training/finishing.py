@@ -1,5 +1,5 @@
 """The end of a run: the final weights, the final figures (metrics.json, curves.png,
-summary.txt) and the serving SavedModel."""
+summary.txt) and the serving SavedModel (unless --noserving_export)."""
 
 import json
 import logging
@@ -50,6 +50,13 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
                      metrics["most_frequent_token_accuracy"])
   files.write_text(os.path.join(config.model_dir, "summary.txt"),
                    report.summary(metrics) + "\n")
+  if config.serving_export:
+    _write_serving_export(model, config, vocabulary)
+  return metrics
+
+
+def _write_serving_export(model: keras.Model, config: TrainConfig,
+                          vocabulary: Vocabulary) -> None:
   log.info("Writing the serving SavedModel to %s", os.path.join(config.model_dir, "export"))
   export = export_savedmodel(model, vocabulary, os.path.join(config.model_dir, "export"),
                              seq_length=config.seq_length, lower_case=config.do_lower_case)
@@ -57,7 +64,6 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
     log.info(verify_pretraining_export("savedmodel", export, model, vocabulary,
                                        lower_case=config.do_lower_case,
                                        seq_length=config.seq_length))
-  return metrics
 
 
 def _run_rates(monitor: RunMonitor, model_dir: str) -> dict:

@@ -84,6 +84,10 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Re
   peak_tflops: float = setting(0.0, "The device's dense peak TFLOP/s at this precision, all "
                                "devices together: model-FLOPs utilisation is logged with it.",
                                change=NOTED)
+  serving_export: bool = setting(True, "Write the serving SavedModel (export/) when the run "
+                                 "ends; --noserving_export leaves it out (for a phase that "
+                                 "another continues; `python -m bert_tf.export` writes it "
+                                 "from the model_dir at any time).", change=NOTED)
   skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
                               "the Keras model after writing it.", change=NOTED)
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
