@@ -95,8 +95,7 @@ def run_train_loop(args, batch) -> float:
   import tensorflow as tf
 
   from bert_tf.model.bert_config import BertConfig
-  from bert_tf.runtime import checkpointing
-  from bert_tf.training import stopping
+  from bert_tf.runtime import checkpointing, stopping
   from bert_tf.training.train_settings import TrainConfig
   from bert_tf.training.watching.monitor import RunMonitor
   model, dataset = bert_tf_model_and_data(args, batch)

@@ -43,7 +43,8 @@ def reference() -> str:
   return "\n".join(parts)
 
 
-# What a re-run on a model_dir does when a setting of each class changed (`run_changes.py`).
+# What a re-run does when a setting of each class changed: pre-training's on a model_dir
+# (`training/run_changes.py`), fine-tuning's on an output_dir (`finetune/rerun.py`).
 CHANGE_EFFECTS = {
     settings.MODEL: "the checkpoints hold another model: one line naming what differs "
                     "(`hidden_size 128 -> 256`, or the vocabulary), exit status 2",
@@ -51,15 +52,29 @@ CHANGE_EFFECTS = {
                      "starts afresh at the next epoch of the new stream, and a line says so",
     settings.NOTED: "said in a line; the run resumes exactly where it was",
 }
+FINETUNE_CHANGE_EFFECTS = {
+    settings.MODEL: "the checkpoint holds another task's head: one line, exit status 2 (other "
+                    "labels too)",
+    settings.STREAM: "said in a line; the weights, the optimizer and the step go on, in the "
+                     "new examples from the epoch and batch the batches trained come to",
+    settings.NOTED: "said in a line; the run resumes exactly where it was",
+}
 
 
 def changes_table() -> str:
-  """docs/reliability.md's table: each class of setting, its settings, what a re-run does."""
+  """docs/reliability.md's tables: each class of setting, its settings, what a re-run does;
+  pre-training's, then fine-tuning's."""
+  return (_changes_rows(TrainConfig, CHANGE_EFFECTS) + "\nFine-tuning "
+          "(`python -m bert_tf.finetune`, on its output_dir):\n\n"
+          + _changes_rows(FinetuneConfig, FINETUNE_CHANGE_EFFECTS))
+
+
+def _changes_rows(config_class, effects: dict) -> str:
   rows = ["| class | settings | what a re-run does |", "|---|---|---|"]
   for change in settings.CHANGES:
-    names = ", ".join(f"`--{field.name}`" for field in settings.declared(TrainConfig)
+    names = ", ".join(f"`--{field.name}`" for field in settings.declared(config_class)
                       if field.metadata["change"] == change)
-    rows.append(f"| {change} | {names} | {CHANGE_EFFECTS[change]} |")
+    rows.append(f"| {change} | {names} | {effects[change]} |")
   return "\n".join(rows) + "\n"
 
 

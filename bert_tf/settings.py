@@ -24,9 +24,11 @@ from absl import flags
 from bert_tf.console import VERBOSITY
 from bert_tf.errors import UserError
 
-# What changing a run's setting on a model_dir that has trained does (`bert_tf.training.
-# run_changes`): another model is an error; another stream of examples starts the stream
-# afresh at the next epoch; anything else is noted.
+# What changing a run's setting on a directory where it has trained does, said in a line
+# (`bert_tf.runtime.setting_changes`). Pre-training (`bert_tf.training.run_changes`): another
+# model is an error; another stream of examples starts the stream afresh at the next epoch.
+# Fine-tuning (`bert_tf.finetune.rerun`): another task is an error; another stream goes on at
+# the step, in the new examples. Anything else is noted.
 MODEL, STREAM, NOTED = "model", "stream", "noted"
 CHANGES = (MODEL, STREAM, NOTED)
 
@@ -34,8 +36,8 @@ CHANGES = (MODEL, STREAM, NOTED)
 def setting(default: Any, help: str, *,  # noqa: A002 (absl's word)
             choices=(), change: str | None = None) -> Any:
   """A config field that is also a flag: `name: type = setting(default, "help")`. A setting
-  of a pre-training run also says what changing it on resume does (`change`, one of
-  `CHANGES`)."""
+  of a run that resumes (pre-training, fine-tuning) also says what changing it on resume does
+  (`change`, one of `CHANGES`)."""
   return dataclasses.field(default=default, metadata={"help": help, "choices": tuple(choices),
                                                       "change": change})
 

@@ -21,7 +21,7 @@ from helpers import run, tiny_run  # noqa: E402
 LONGEST_FIRST = ["test_resume", "finished_run", "test_multi_worker_resume", "test_init_checkpoint",
                  "test_input_failures", "test_global_batch", "test_phases", "test_multi_worker",
                  "test_readme", "test_any_file_system", "test_learning", "test_finetune",
-                 "test_audit", "test_run_changes", "test_probe"]
+                 "test_finetune_run", "test_audit", "test_run_changes", "test_probe"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from bert_tf.data.data_position import DataPosition
 from bert_tf.errors import UserError
-from bert_tf.runtime import checkpointing
-from bert_tf.training import fitting, stopping
+from bert_tf.runtime import checkpointing, stopping
+from bert_tf.training import fitting
 
 
 def make_model(seed=0):

@@ -164,7 +164,7 @@ def test_dataset_batches(train_file, vocabulary):
   sentences = tagging.read_sentences(train_file)
   tagged = tagging.tagging_features(sentences, ["B-LOC", "B-PER", "I-PER", "O"], vocabulary,
                                     lower_case=True, seq_length=16)
-  data = batches(tagged.features, tagged.labels, batch_size=2, shuffle_seed=1)
+  data = batches(tagged.features, tagged.labels, batch_size=2)
   features, labels = next(iter(data))
   assert sorted(features) == ["padding_mask", "segment_ids", "token_ids"]
   assert features["token_ids"].shape == labels.shape == (2, 16)

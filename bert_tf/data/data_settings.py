@@ -60,12 +60,12 @@ class ColumnsConfig:
 
   text_columns: str = setting(
       "text", "The text column, or two for a pair of texts (`sentence1,sentence2`).",
-      change=NOTED)
+      change=STREAM)
   label_column: str = setting("label", "The label column (any strings; the classes are the "
-                              "training file's sorted distinct labels).", change=NOTED)
+                              "training file's sorted distinct labels).", change=STREAM)
   no_header: bool = setting(False, "The files have no header row (CoLA's): the columns are "
                             "numbered from 0, `--text_columns=3 --label_column=1`.",
-                            change=NOTED)
+                            change=STREAM)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,19 @@ from bert_tf import console
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
 from bert_tf.finetune.finetune_settings import FinetuneConfig  # noqa: E402  (no TensorFlow)
 
+# Ctrl-C outside the training steps (those save, then stop) keeps the latest checkpoint.
+INTERRUPTED = "interrupted: what was saved is kept; re-run the command to go on"
+
 
 def finetune(config: FinetuneConfig) -> None:
+  from bert_tf.runtime.checkpointing import TrainingStopped
+  try:
+    run(config)
+  except TrainingStopped as e:  # saved (a signal) or not (a non-finite loss): said in the line
+    console.stop(f"stopped: {e}", 1)
+
+
+def run(config: FinetuneConfig) -> None:
   if config.sweeps:
     from bert_tf.finetune import sweep
     sweep.report(sweep.run(config))
@@ -25,4 +36,4 @@ def finetune(config: FinetuneConfig) -> None:
 
 
 if __name__ == "__main__":
-  console.run_command(FinetuneConfig, finetune)
+  console.run_command(FinetuneConfig, finetune, interrupted=INTERRUPTED)

@@ -5,10 +5,10 @@ import tensorflow as tf
 
 
 def batches(features: dict, labels: np.ndarray, *, batch_size: int,
-            shuffle_seed: int | None = None) -> tf.data.Dataset:
-  """(features, labels) batches; reshuffled on each pass when `shuffle_seed` is given (the same
-  order for the same seed), in the arrays' order otherwise."""
+            order: np.ndarray | None = None) -> tf.data.Dataset:
+  """(features, labels) batches of the rows `order` names, in that order (an epoch's, from
+  `epochs.EpochPlan.order`); all rows in the arrays' order without it."""
+  if order is not None:
+    features, labels = {name: values[order] for name, values in features.items()}, labels[order]
   data = tf.data.Dataset.from_tensor_slices((features, labels))
-  if shuffle_seed is not None:
-    data = data.shuffle(len(labels), seed=shuffle_seed, reshuffle_each_iteration=True)
   return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import io
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -146,20 +147,22 @@ class TextEncoder(tf.Module):
 
 
 def dataset(examples: Examples, classes: list[str], text_encoder: TextEncoder, *,
-            batch_size: int, shuffle_seed: int | None = None) -> tf.data.Dataset:
+            batch_size: int, order: np.ndarray | None = None) -> tf.data.Dataset:
   """(features, label id) batches of `examples`; see `text_dataset`."""
   return text_dataset(examples, [classes.index(label) for label in examples.labels],
-                      text_encoder, batch_size=batch_size, shuffle_seed=shuffle_seed)
+                      text_encoder, batch_size=batch_size, order=order)
 
 
 def text_dataset(examples: Examples, targets, text_encoder: TextEncoder, *, batch_size: int,
-                 shuffle_seed: int | None = None) -> tf.data.Dataset:
-  """(features, target) batches of `examples`, a target per example (a class id, a number);
-  reshuffled on each pass when `shuffle_seed` is given (the same order for the same seed), in
-  file order otherwise."""
-  data = tf.data.Dataset.from_tensor_slices((examples.texts, targets))
-  if shuffle_seed is not None:
-    data = data.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=True)
+                 order: np.ndarray | None = None) -> tf.data.Dataset:
+  """(features, target) batches of `examples`, a target per example (a class id, a number):
+  of the rows `order` names, in that order (an epoch's, from `epochs.EpochPlan.order`); all
+  rows in file order without it."""
+  texts = examples.texts
+  if order is not None:
+    texts, targets = (tuple([column[i] for i in order] for column in texts),
+                      [targets[i] for i in order])
+  data = tf.data.Dataset.from_tensor_slices((texts, targets))
   return data.batch(batch_size).map(
       lambda texts, target: (text_encoder.features(*texts), target),
       num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

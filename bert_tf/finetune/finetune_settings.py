@@ -10,7 +10,7 @@ from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
 from bert_tf.finetune.sweep_settings import SweepConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig
-from bert_tf.settings import check_choices, setting
+from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
 
 TASKS = ("classify", "regress", "tag", "answer")
 SEQ_LENGTH, ANSWER_SEQ_LENGTH = 128, 384
@@ -23,39 +23,49 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
   task: str = setting(
       "classify", "The task's kind. classify: a label per text or pair (TSV). regress: a number "
       "per text or pair (TSV). tag: a tag per word (CoNLL-style). answer: the answer's span in "
-      "a context (SQuAD v1.1/v2.0 JSON).", choices=TASKS)
+      "a context (SQuAD v1.1/v2.0 JSON).", choices=TASKS, change=MODEL)
   model_dir: str = setting(
       "", "The encoder: a finished train.py model_dir, an original BERT checkpoint (with "
-      "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.")
+      "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.",
+      change=NOTED)
   train_file: str = setting("", "Training file: a TSV with a header row (classify, regress), "
                             "CoNLL-style (tag), SQuAD JSON (answer); or `builtin` for the "
-                            "built-in classification task.")
+                            "built-in classification task.", change=STREAM)
   dev_file: str = setting("", "Dev file, of the training file's kind, scored after each epoch; "
-                          "or `builtin`.")
+                          "or `builtin`.", change=NOTED)
   output_dir: str = setting("", "Where metrics.json, task.json, the best epoch's "
-                            "model.weights.h5, logs/ and export/ go.")
-  epochs: int = setting(3, "Passes over the training file.")
-  learning_rate: float = setting(5e-5, "Peak learning rate (AdamW, linear warm-up and decay).")
-  batch_size: int = setting(32, "Examples per update, across all replicas.")
+                            "model.weights.h5, logs/ and export/ go.", change=NOTED)
+  epochs: int = setting(3, "Passes over the training file.", change=NOTED)
+  learning_rate: float = setting(5e-5, "Peak learning rate (AdamW, linear warm-up and decay).",
+                                 change=NOTED)
+  batch_size: int = setting(32, "Examples per update, across all replicas.", change=STREAM)
   seq_length: int | None = setting(
       None, f"Tokens per example, [CLS] and [SEP]s included; longer texts are cut, the longer "
-      f"of a pair first. Default {SEQ_LENGTH}, {ANSWER_SEQ_LENGTH} for --task=answer.")
+      f"of a pair first. Default {SEQ_LENGTH}, {ANSWER_SEQ_LENGTH} for --task=answer.",
+      change=STREAM)
   warmup_proportion: float = setting(0.1, "Share of the updates over which the learning rate "
-                                     "warms up.")
+                                     "warms up.", change=NOTED)
   from_scratch: bool = setting(False, "Random weights instead of the encoder's (the same "
-                               "model and recipe): what pre-training bought.")
-  max_query_length: int = setting(64, "answer: a question's tokens kept, the rest cut.")
+                               "model and recipe): what pre-training bought.", change=NOTED)
+  checkpoint_every: int = setting(
+      1000, "Steps between checkpoints in output_dir/checkpoints, besides one at the end of "
+      "training; the same command run again resumes from the latest. Removed once the "
+      "output_dir is written.", change=NOTED)
+  max_query_length: int = setting(64, "answer: a question's tokens kept, the rest cut.",
+                                  change=STREAM)
   doc_stride: int = setting(128, "answer: tokens between the starts of a long context's "
-                            "windows; smaller than the room a window leaves the context.")
-  max_answer_length: int = setting(30, "answer: the longest answer chosen, in tokens.")
+                            "windows; smaller than the room a window leaves the context.",
+                            change=STREAM)
+  max_answer_length: int = setting(30, "answer: the longest answer chosen, in tokens.",
+                                   change=NOTED)
   n_best_size: int = setting(20, "answer: the starts and ends paired in each window, and the "
-                             "candidates kept in nbest_predictions.json.")
+                             "candidates kept in nbest_predictions.json.", change=NOTED)
   null_score_diff_threshold: float = setting(
       0.0, "answer, v2.0: answer nothing when the no-answer score beats the best span's by "
-      "more than this.")
+      "more than this.", change=NOTED)
   version_2_with_negative: bool = setting(
       False, "answer: questions may have no answer (SQuAD v2.0); also on when either file "
-      "has an unanswerable question.")
+      "has an unanswerable question.", change=NOTED)
 
   def __post_init__(self):
     if self.seq_length is None:  # the kind's default: a frozen field set once, here
@@ -67,8 +77,8 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
     check_choices(self)
     if not self.model_dir or not self.output_dir:
       raise UserError("--model_dir and --output_dir are needed")
-    if min(self.epochs, self.batch_size) <= 0 or self.learning_rate <= 0:
-      raise UserError("epochs, batch_size and learning_rate must be positive")
+    if min(self.epochs, self.batch_size, self.checkpoint_every) <= 0 or self.learning_rate <= 0:
+      raise UserError("epochs, batch_size, checkpoint_every and learning_rate must be positive")
     if self.seq_length < 4:
       raise UserError(f"seq_length {self.seq_length} is too short (at least 4)")
     if not 0 <= self.warmup_proportion <= 1:

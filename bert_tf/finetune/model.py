@@ -57,11 +57,13 @@ def compile_task_model(model: keras.Model, loss: keras.losses.Loss, *, learning_
                        train_steps: int, warmup_steps: int, metrics=(),
                        jit_compile=False) -> keras.Model:
   """BERT's fine-tuning recipe, for every task kind: AdamW (decay 0.01 except layer norms and
-  biases, clipping at 1.0), linear warm-up then linear decay to 0 at `train_steps`."""
+  biases, clipping at 1.0), linear warm-up then linear decay to 0 at `train_steps`. The
+  optimizer is built (its moments made), so that a checkpoint can be restored into it."""
   model.compile(
       optimizer=create_optimizer("adamw", learning_rate=learning_rate,
                                  warmup_steps=warmup_steps, train_steps=train_steps),
       loss=loss, metrics=list(metrics), jit_compile=jit_compile)
+  model.optimizer.build(model.trainable_variables)
   return model
 
 

@@ -5,7 +5,7 @@ learning rates and batch sizes. No TensorFlow import."""
 import dataclasses
 
 from bert_tf.errors import UserError
-from bert_tf.settings import setting
+from bert_tf.settings import NOTED, setting
 
 
 def number_list(text: str, kind, flag: str) -> list:
@@ -23,19 +23,21 @@ class SweepConfig:
   glue_task: str = setting(
       "", "A GLUE task read from --glue_dir as distributed (cola, sst2, mrpc, qqp, stsb, "
       "mnli, qnli, rte, wnli): its files, columns, kind and metrics; replaces --train_file, "
-      "--dev_file and the columns.")
-  glue_dir: str = setting("", "GLUE's directory: CoLA/, SST-2/, MRPC/, ... (and diagnostic/).")
+      "--dev_file and the columns.", change=NOTED)
+  glue_dir: str = setting("", "GLUE's directory: CoLA/, SST-2/, MRPC/, ... (and diagnostic/).",
+                          change=NOTED)
   predict_file: str = setting(
       "", "After fine-tuning, predict this TSV (its --text_columns; an `index` column if it "
       "has one) into output_dir/predictions.tsv as `index<TAB>prediction`; with --glue_task, "
       "`test` predicts the task's test files into output_dir/submission/ as the GLUE server "
-      "takes them.")
+      "takes them.", change=NOTED)
   seeds: str = setting("", "Seeds to fine-tune with, one run each (`0,1,2`); mean and "
-                       "standard deviation reported. Default: --seed alone.")
+                       "standard deviation reported. Default: --seed alone.", change=NOTED)
   learning_rates: str = setting("", "A grid's learning rates (`3e-4,1e-4,5e-5,3e-5`); the "
-                                "best mean dev score is kept. Default: --learning_rate.")
+                                "best mean dev score is kept. Default: --learning_rate.",
+                                change=NOTED)
   batch_sizes: str = setting("", "A grid's batch sizes (`8,16,32,64,128`). Default: "
-                             "--batch_size.")
+                             "--batch_size.", change=NOTED)
 
   def check_sweep(self) -> None:
     """Rejects sweep settings that could only fail, before anything trains."""

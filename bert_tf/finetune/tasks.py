@@ -5,7 +5,7 @@ same story for all of them. A kind:
   `UserError` before anything trains;
 - `encode(pretrained)`: its files as the encoder's features, once the vocabulary is known;
 - `head` and `loss`: the task model on the encoder, and what training minimises;
-- `train_batches`: the training examples, shuffled by the seed;
+- `train_batches`: the training rows an epoch's order names (`epochs.py`), in batches;
 - `evaluate(model)`: the dev figures under their metrics.json names (and what the best
   epoch writes besides, answer's predictions); `rank(figures)` orders epochs;
 - `write_outputs`: what the output_dir holds beside the metrics and the weights.
@@ -106,8 +106,8 @@ class Classification(TaskKind):
   def _dataset(self, examples: data.Examples, **options) -> tf.data.Dataset:
     return data.dataset(examples, self.labels, self.text_encoder, **options)
 
-  def train_batches(self, batch_size: int, seed: int) -> tf.data.Dataset:
-    return self._dataset(self.train, batch_size=batch_size, shuffle_seed=seed)
+  def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
+    return self._dataset(self.train, batch_size=batch_size, order=order)
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
@@ -159,9 +159,9 @@ class Regression(TaskKind):
     self.dev_batches = data.text_dataset(self.dev, self.dev_targets, self.text_encoder,
                                          batch_size=DEV_BATCH)
 
-  def train_batches(self, batch_size: int, seed: int) -> tf.data.Dataset:
+  def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
     return data.text_dataset(self.train, self.train_targets, self.text_encoder,
-                             batch_size=batch_size, shuffle_seed=seed)
+                             batch_size=batch_size, order=order)
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
@@ -213,9 +213,9 @@ class Tagging(TaskKind):
         log.warning("%s: %d words are past the end of --seq_length %d and go untagged",
                     sentences.path, features.words_cut, self.config.seq_length)
 
-  def train_batches(self, batch_size: int, seed: int) -> tf.data.Dataset:
+  def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
     return batches.batches(self.train_features.features, self.train_features.labels,
-                           batch_size=batch_size, shuffle_seed=seed)
+                           batch_size=batch_size, order=order)
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
@@ -279,9 +279,9 @@ class Answering(TaskKind):
                              max_query_length=self.config.max_query_length)
         for questions in (self.train, self.dev))
 
-  def train_batches(self, batch_size: int, seed: int) -> tf.data.Dataset:
+  def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
     return batches.batches(self.train_features.features, self.train_features.positions,
-                           batch_size=batch_size, shuffle_seed=seed)
+                           batch_size=batch_size, order=order)
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:

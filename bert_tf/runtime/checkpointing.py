@@ -16,8 +16,7 @@ this is written here on `tf.train.CheckpointManager`:
   was written of it removed, the previous one still the latest. A weight that is not finite is
   never saved.
 - Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have.
-When a run saves and stops (every N steps, signals, non-finite losses) is the trainer's policy
-(`bert_tf/training/stopping.py`).
+When a run saves and stops (every N steps, signals, non-finite losses): `stopping.py`.
 """
 
 import logging
@@ -70,8 +69,8 @@ def _restore_fitting(checkpoint: tf.train.Checkpoint, path: str, advice: str,
     reason = _unreadable(path)
     if reason:
       raise UnreadableCheckpoint(f"the checkpoint {path} cannot be read: {reason}") from None
-    raise UserError(f"the checkpoint {path} does not fit this model (another --config or "
-                    f"vocabulary? {advice}): {_first_line(e)}") from None
+    raise UserError(f"the checkpoint {path} does not fit this model (another model, "
+                    f"vocabulary or task? {advice}): {_first_line(e)}") from None
 
 
 def _random_states(model: keras.Model) -> list:
@@ -83,16 +82,18 @@ def _random_states(model: keras.Model) -> list:
 
 
 class Checkpointer:
-  """Saves and restores model + optimizer + dropout RNG state under `directory`."""
+  """Saves and restores model + optimizer + dropout RNG state under `directory`, with the
+  run's own `state` (trackables by name: pre-training's `data_position`, fine-tuning's
+  position and dev record)."""
 
   def __init__(self, directory: str, model: keras.Model, optimizer, keep: int,
-               data_position: tf.Variable, record: dict | None = None):
+               record: dict | None = None, flag: str = "--model_dir", **state):
     self.optimizer = optimizer
     self.model = model
+    self.advice = f"use a new {flag}"  # `flag`: the setting naming the run's directory
     seed_states = _random_states(model)
     self.seed_state_count = len(seed_states)
-    state = dict(model=model, optimizer=optimizer, seed_states=seed_states,
-                 data_position=data_position)
+    state = dict(model=model, optimizer=optimizer, seed_states=seed_states, **state)
     # Saved with the run's record (`bert_tf.run_record`), which is read, never restored.
     self.checkpoint = tf.train.Checkpoint(
         **state, **({run_record.NAME: run_record.Record(record)} if record else {}))
@@ -115,15 +116,14 @@ class Checkpointer:
     paths = list(reversed(indexed or self._checkpoints_without_index()))  # newest first
     for path in paths:
       try:
-        _restore_fitting(self.restoring, path, "use a new --model_dir",
-                         partial=self._holds_more(path))
+        _restore_fitting(self.restoring, path, self.advice, partial=self._holds_more(path))
         break
       except UnreadableCheckpoint as e:
         log.warning("%s: resuming from the previous one", e)
     else:
       if paths:
         raise UserError(f"no checkpoint in {self.manager.directory} can be read (the latest: "
-                        f"{paths[0]}): use a new --model_dir")
+                        f"{paths[0]}): {self.advice}")
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._restore_common_step(strategy)
     if paths and not indexed:
@@ -168,11 +168,10 @@ class Checkpointer:
     if path not in self.manager.checkpoints:
       raise UserError(f"this worker's checkpoints in {self.manager.directory} (the latest at "
                       f"step {self.step}) do not include step {common}, the latest of another "
-                      f"worker (the workers' steps: {steps}): use a new --model_dir")
+                      f"worker (the workers' steps: {steps}): {self.advice}")
     log.warning("Workers restored steps %s: going back to step %d, which all of them have",
                 steps, common)
-    _restore_fitting(self.restoring, path, "use a new --model_dir",
-                     partial=self._holds_more(path))
+    _restore_fitting(self.restoring, path, self.advice, partial=self._holds_more(path))
 
   def continue_from(self, model_dir: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of

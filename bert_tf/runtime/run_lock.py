@@ -1,4 +1,5 @@
-"""One run per model_dir: a lock file naming the process that trains there.
+"""One run per model_dir (or fine-tuning's output_dir): a lock file naming the process that
+trains there.
 
 `model_dir/run.lock` holds the host, the process id, the start time and a heartbeat that the
 running process refreshes every `HEARTBEAT_SECONDS`. A second run on the directory stops at once
@@ -69,8 +70,9 @@ class RunLock:
   notebook, an exception must not leave the directory locked for the next call); at exit too.
   """
 
-  def __init__(self, model_dir: str):
+  def __init__(self, model_dir: str, flag: str = "--model_dir"):
     self.model_dir = model_dir
+    self.flag = flag  # the setting that names the directory, for the messages
     self.path = os.path.join(model_dir, LOCK_FILE)
     self.record = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time(),
                    "heartbeat": time.time(), "token": uuid.uuid4().hex}
@@ -78,14 +80,15 @@ class RunLock:
     self._heartbeat = None
 
   @classmethod
-  def acquire(cls, model_dir: str) -> "RunLock":
-    """Takes `model_dir` for this process, or raises a UserError naming the run using it."""
-    lock = cls(model_dir)
+  def acquire(cls, model_dir: str, flag: str = "--model_dir") -> "RunLock":
+    """Takes `model_dir` for this process, or raises a UserError naming the run using it;
+    `flag` is the setting that named the directory."""
+    lock = cls(model_dir, flag)
     try:
       tf.io.gfile.makedirs(model_dir)
       holder = _read(lock.path)
     except tf.errors.OpError as e:
-      raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
+      raise lock._not_writable(e) from None
     if holder and not _abandoned(holder):
       raise lock._in_use(holder)
     if holder:
@@ -94,7 +97,7 @@ class RunLock:
     try:
       lock._write()
     except tf.errors.OpError as e:
-      raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
+      raise lock._not_writable(e) from None
     holder = _read(lock.path)
     if not holder or holder["token"] != lock.record["token"]:  # another run won the race
       raise lock._in_use(holder or lock.record)
@@ -122,7 +125,11 @@ class RunLock:
   def _in_use(self, holder: dict) -> UserError:
     return UserError(f"{self.model_dir} is in use by process {holder['pid']} on host "
                      f"{holder['host']} since {_since(holder)}: wait for it to end, or use "
-                     "another --model_dir")
+                     f"another {self.flag}")
+
+  def _not_writable(self, error: tf.errors.OpError) -> UserError:
+    return UserError(f"{self.flag.removeprefix('--')} {self.model_dir} is not writable: "
+                     f"{failures.describe(error)}")
 
   def _write(self) -> None:
     self.record["heartbeat"] = time.time()

@@ -11,8 +11,8 @@ import keras
 import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.runtime import checkpointing, failures
-from bert_tf.training import datasets, stopping
+from bert_tf.runtime import checkpointing, failures, stopping
+from bert_tf.training import datasets
 from bert_tf.training.train_settings import MAX_ROLLBACKS, TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 

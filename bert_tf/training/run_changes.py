@@ -39,8 +39,6 @@ from bert_tf.training.train_settings import TrainConfig
 log = logging.getLogger("bert_tf")
 
 _DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")  # --dropout, noted
-_MEANING = {settings.STREAM: "a new stream", settings.MODEL: "the same model",
-            settings.NOTED: "noted"}
 _NAMES_SHOWN = 5  # files named in a line about the corpus, before "and N more"
 
 
@@ -106,10 +104,9 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
     change = field.metadata["change"]
     if field.name == "input_files" and recorded_corpus:
       change = settings.NOTED  # the fingerprint says whether the files changed
-    differences.append((f"{field.name} {setting_changes.shown(before)} -> "
-                        f"{setting_changes.shown(after)}", change))
+    differences.append((setting_changes.changed(field, before, after), change))
   for line, change in differences:
-    log.info("Changed since %s last trained: %s (%s)", config.model_dir, line, _MEANING[change])
+    setting_changes.say(config.model_dir, line, change)
   reads_records = config.input_format == RECORDS
   read_records = recorded["train_config"].get("input_format") == RECORDS
   return RunChanges(any(change == settings.STREAM for _, change in differences),

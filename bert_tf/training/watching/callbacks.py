@@ -20,27 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
+from bert_tf.runtime.steps import StepCounter
 from bert_tf.training.watching import run_time, summaries
-
-
-class StepCounter(keras.callbacks.Callback):
-  """Knows the optimizer step after each call, counted in updates on the host: read once when
-  `fit` begins, then advanced by the batch index Keras passes (with `steps_per_execution=N`,
-  Keras calls once per N updates with the index of the last)."""
-
-  def __init__(self):
-    super().__init__()
-    self.step = 0
-    self._epoch_start = 0
-
-  def on_train_begin(self, logs=None):
-    self.step = int(self.model.optimizer.iterations.numpy())
-
-  def on_epoch_begin(self, epoch, logs=None):
-    self._epoch_start = self.step
-
-  def on_train_batch_end(self, batch, logs=None):
-    self.step = self._epoch_start + batch + 1
 
 
 def metric_totals(model: keras.Model) -> dict:

@@ -13,7 +13,7 @@ import shutil
 import time
 
 from bert_tf import console
-from bert_tf.training.watching.callbacks import StepCounter
+from bert_tf.runtime.steps import StepCounter
 from bert_tf.training.watching.run_time import duration
 
 SHOWN = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")

@@ -1,18 +1,20 @@
-"""When a pre-training run saves and stops (docs/design.md#checkpoints): `CheckpointEvery`.
+"""When a run saves and stops (docs/design.md#checkpoints), pre-training's and fine-tuning's
+alike: `CheckpointEvery`.
 
-- A checkpoint every `--checkpoint_every` steps and at `--train_steps`, where training stops.
+- A checkpoint every `--checkpoint_every` steps and at `train_steps`, where training stops
+  (pre-training's; a fine-tune's `fit` ends with its epoch's data, and it saves at the end).
 - SIGTERM (preemption), SIGHUP (a closed terminal) and SIGINT (Ctrl-C) save a checkpoint at
   the current step and stop within a step. A second SIGINT meanwhile aborts at once (the
   operating system's default: the process ends, even inside TensorFlow's C++ code); the
   previous checkpoint is then still the latest, or the new one if it was complete.
 - A non-finite loss stops training before anything is saved: the last checkpoint is the last
-  good one. With `on_nan="rollback"` the trainer restores it and goes on past the offending
-  batches (the data position is kept across that restore). The loss is read at each save and
-  every `LOSS_CHECK_EVERY` steps, never on every step.
+  good one (pre-training's `on_nan="rollback"` restores it and goes on past the offending
+  batches). The loss is read at each save and every `LOSS_CHECK_EVERY` steps, never on every
+  step.
 - With `steps_per_execution=N`, Keras calls back once per N updates: N must divide the
   checkpoint interval and `train_steps` (`TrainConfig.check`), so that every save falls on a
   callback.
-How a checkpoint is written and read back: `bert_tf/runtime/checkpointing.py`.
+How a checkpoint is written and read back: `checkpointing.py`.
 """
 
 import logging
@@ -23,7 +25,7 @@ import signal
 from bert_tf import console
 from bert_tf.errors import UserError
 from bert_tf.runtime.checkpointing import Checkpointer
-from bert_tf.training.watching.callbacks import StepCounter
+from bert_tf.runtime.steps import StepCounter
 
 log = logging.getLogger("bert_tf")
 
@@ -33,12 +35,12 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # SIGHUP: a clos
 
 
 class CheckpointEvery(StepCounter):
-  """Saves every `every` steps and at `train_steps`, where it also stops training; stops and
-  saves on SIGTERM and SIGINT; stops without saving on a non-finite loss, checked at each
-  save and every `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on
+  """Saves every `every` steps and at `train_steps` (if given), where it also stops training;
+  stops and saves on SIGTERM and SIGINT; stops without saving on a non-finite loss, checked at
+  each save and every `LOSS_CHECK_EVERY` steps (a read of the loss waits for the step: not on
   every step)."""
 
-  def __init__(self, checkpointer: Checkpointer, every: int, train_steps: int):
+  def __init__(self, checkpointer: Checkpointer, every: int, train_steps: int | None = None):
     super().__init__()
     self.checkpointer = checkpointer
     self.every = every
@@ -79,7 +81,8 @@ class CheckpointEvery(StepCounter):
     super().on_train_batch_end(batch, logs)
     step = self.step
     stopping = self._stopped_by is not None
-    saving = stopping or step % self.every == 0 or step >= self.train_steps
+    at_end = self.train_steps is not None and step >= self.train_steps
+    saving = stopping or step % self.every == 0 or at_end
     if saving or step >= self._next_loss_check:
       self._next_loss_check = step + LOSS_CHECK_EVERY
       loss = (logs or {}).get("loss")
@@ -102,5 +105,5 @@ class CheckpointEvery(StepCounter):
     elif saving:
       self.checkpointer.save()
       log.info("checkpoint at step %s", f"{step:,}")
-    if step >= self.train_steps:
+    if at_end:
       self.model.stop_training = True
