@@ -104,6 +104,7 @@ def uninterrupted(task, model_dir, tmp_path_factory):
   return str(output_dir)
 
 
+@pytest.mark.e2e
 def test_stopped_mid_epoch_then_run_again_ends_as_the_uninterrupted_run(
     task, model_dir, uninterrupted, tmp_path, monkeypatch, caplog):
   """Stopped in the second epoch, then run again with another --checkpoint_every: the rest of
