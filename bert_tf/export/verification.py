@@ -23,7 +23,7 @@ from bert_tf import files
 from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import BertTokenizer, Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.numpy_bert import NumpyBert
+from bert_tf.export.numpy_bert import NumpyBert, softmax
 from bert_tf.interop import huggingface
 
 log = logging.getLogger("bert_tf")
@@ -188,11 +188,6 @@ def model_inputs(token_ids: Sequence[int], segment_ids: Sequence[int]) -> dict:
 def mlm_positions(token_ids: Sequence[int]) -> list[int]:
   """Where the MLM logits of an example are compared: its first token, middle and last."""
   return [1, len(token_ids) // 2, len(token_ids) - 2]
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-  exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
-  return exponentials / exponentials.sum(axis=-1, keepdims=True)
 
 
 # A fresh process with tensorflow and tensorflow-text only, as a server or a user loads the

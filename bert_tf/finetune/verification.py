@@ -19,6 +19,7 @@ import tensorflow as tf
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export.numpy_bert import softmax
 from bert_tf.export.verification import (
   EXAMPLES,
   TOLERANCES,
@@ -26,7 +27,6 @@ from bert_tf.export.verification import (
   model_inputs,
   pair_ids,
   saved_model_outputs,
-  softmax,
   text_ids,
   verify,
 )
