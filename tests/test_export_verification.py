@@ -1,10 +1,13 @@
 """Exports that check themselves (bert_tf/export/verification.py): each format, loaded as its
-user loads it, gives the pre-training tokenizer's ids and the Keras model's outputs; a broken
+user loads it (a Hugging Face directory by a numpy forward pass where transformers is not
+installed), gives the pre-training tokenizer's ids and the Keras model's outputs; a broken
 export fails in one line."""
 
 import json
+import logging
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -106,13 +109,40 @@ def test_savedmodel_that_does_not_load_fails_in_one_line(trained, tmp_path):
 def test_hf_verifies_with_transformers_and_a_wrong_layer_norm_eps_fails(trained, tmp_path):
   directory = export(trained, "hf", str(tmp_path / "hf"))
   assert checked_line(verify(trained, "hf", directory), "hf") < 1e-5
+  write_config(directory, layer_norm_eps=1e-3)
+  with pytest.raises(UserError, match=r"^hf export failed verification: its \w+ differs from "
+                     r"the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify(trained, "hf", directory)
+
+
+def write_config(directory, **values):
+  """The Hugging Face directory's config.json with `values` changed."""
   config_file = os.path.join(directory, "config.json")
   with open(config_file) as f:
     config = json.load(f)
   with open(config_file, "w") as f:
-    json.dump({**config, "layer_norm_eps": 1e-3}, f)
+    json.dump({**config, **values}, f)
+
+
+def test_hf_verifies_without_transformers_by_a_numpy_forward_pass(trained, tmp_path,
+                                                                  monkeypatch, caplog):
+  directory = export(trained, "hf", str(tmp_path / "hf"))
+  monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` fails
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    assert checked_line(verify(trained, "hf", directory), "hf") < 1e-5
+  assert "transformers is not installed" in caplog.text
+  write_config(directory, layer_norm_eps=1e-3)
   with pytest.raises(UserError, match=r"^hf export failed verification: its \w+ differs from "
                      r"the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify(trained, "hf", directory)
+  write_config(directory, layer_norm_eps=trained.config.layer_norm_epsilon)
+  tokenizer_file = os.path.join(directory, "tokenizer_config.json")
+  with open(tokenizer_file) as f:
+    tokenizer = json.load(f)
+  with open(tokenizer_file, "w") as f:
+    json.dump({**tokenizer, "do_lower_case": False}, f)
+  with pytest.raises(UserError, match=r"^hf export failed verification: its text_ids of "
+                     r"example 0 are \[.*\), the pre-training tokenizer's \[.*\)$"):
     verify(trained, "hf", directory)
 
 

@@ -1,10 +1,13 @@
 """Fine-tuning end to end on a tiny encoder: it learns a task, keeps the best epoch, writes
-metrics.json, classes.json, TensorBoard's dev run and a `classify` SavedModel whose
-probabilities in a fresh process are the Keras model's; the encoder comes from a model_dir or
-a Hugging Face directory, or random with --from_scratch; bad input is one line."""
+metrics.json, classes.json, TensorBoard's dev run and a `classify` SavedModel that verifies
+itself and whose probabilities in a fresh process are the Keras model's (as are those of
+`python -m bert_tf.export`'s, which verifies too); the encoder comes from a model_dir or a
+Hugging Face directory, or random with --from_scratch; bad input is one line."""
 
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import random
 
@@ -20,6 +23,7 @@ from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
 from helpers import run
+from test_finetune_export import verified
 
 pytestmark = pytest.mark.e2e
 
@@ -50,17 +54,36 @@ def task(tmp_path_factory):
           write_task(directory / "dev.tsv", examples(32, 1)))
 
 
+@contextlib.contextmanager
+def logged_lines():
+  """The lines bert_tf's logger logs at INFO and above meanwhile, as a list."""
+  lines, logger = [], logging.getLogger("bert_tf")
+  handler, level = logging.Handler(), logger.level
+  handler.emit = lambda record: lines.append(record.getMessage())
+  logger.addHandler(handler)
+  logger.setLevel(logging.INFO)
+  try:
+    yield lines
+  finally:
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
 @pytest.fixture(scope="module")
 def finetuned(tmp_path_factory, model_dir, task):
+  """(config, results, the lines it logged) of a fine-tune of the task."""
   output_dir = str(tmp_path_factory.mktemp("finetuned"))
   config = FinetuneConfig(model_dir=model_dir, train_file=task[0], dev_file=task[1],
                           output_dir=output_dir, epochs=4, learning_rate=2e-3, batch_size=8,
                           seq_length=16)
-  return config, finetune(config)
+  with logged_lines() as lines:
+    return config, finetune(config), lines
 
 
 def test_learns_the_task_and_keeps_the_best_epoch(finetuned):
-  config, results = finetuned
+  config, results, lines = finetuned
+  (line,) = [line for line in lines if line.startswith("verified:")]
+  assert verified(line, "classify") in ("probabilities", "label")
   assert results["dev_accuracy"] >= 0.9  # chance: 0.5
   assert 1 <= results["best_epoch"] <= 4
   with open(os.path.join(config.output_dir, "metrics.json")) as f:
@@ -72,7 +95,7 @@ def test_learns_the_task_and_keeps_the_best_epoch(finetuned):
 
 
 def test_dev_figures_in_tensorboard(finetuned):
-  config, _ = finetuned
+  config, _, _ = finetuned
   dev_logs = os.path.join(config.output_dir, "logs", "dev")
   tags = {}
   for name in os.listdir(dev_logs):
@@ -104,9 +127,15 @@ def test_exports_classify_raw_text_in_a_fresh_process(finetuned, model_dir, tmp_
   """The fine-tuned run's export labels texts as the task does; and an export of one text or
   a pair gives the Keras model's probabilities on raw text to 1e-5. All loaded by one process
   that imports only tensorflow and tensorflow_text."""
-  config, _ = finetuned
-  served = {"finetuned": [os.path.join(config.output_dir, "export"),
-                          {"text": ["stack frame debugger", "class method value"]}]}
+  config, _, _ = finetuned
+  exported = str(tmp_path / "exported")
+  result = run(["-m", "bert_tf.export", f"--model_dir={config.output_dir}",
+                "--format=savedmodel", f"--output={exported}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  line, wrote = result.stdout.splitlines()
+  verified(line, "classify")
+  assert wrote == f"wrote {exported}"
+  served = {"finetuned": [exported, {"text": ["stack frame debugger", "class method value"]}]}
   pretrained = load_pretrained(model_dir)
   model = classifier_model(pretrained.encoder, 3)
   text_encoder = TextEncoder(pretrained.vocabulary, lower_case=True, seq_length=24)
@@ -153,8 +182,8 @@ def test_encoder_from_model_dir_hugging_face_or_scratch(model_dir, tmp_path, voc
 
 
 def test_from_scratch_is_the_same_recipe_on_random_weights(finetuned):
-  config, results = finetuned
-  scratch = finetune(dataclasses.replace(config, from_scratch=True, epochs=1,
+  config, results, _ = finetuned
+  scratch = finetune(dataclasses.replace(config, from_scratch=True, epochs=1, skip_verify=True,
                                          output_dir=config.output_dir + "_scratch"))
   assert scratch["from_scratch"] and not results["from_scratch"]
   assert scratch["train_examples"] == results["train_examples"] == 64

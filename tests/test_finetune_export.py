@@ -1,11 +1,13 @@
 """The served signatures of the task kinds beside classification (`score`, `tag`, `answer`),
 loaded by a fresh process that imports only tensorflow and tensorflow_text, give what the
-Keras model and the Python post-processing give on the same raw text; bad input is an error;
-`python -m bert_tf.export --format=hf` on a fine-tune's output_dir writes the transformers
-class of its task, whose logits equal ours."""
+Keras model and the Python post-processing give on the same raw text, and say so themselves
+(`finetune/verification.py`), a changed weight or head failing in one line; bad input is an
+error; `python -m bert_tf.export --format=hf` on a fine-tune's output_dir writes the
+transformers class of its task, whose logits equal ours."""
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -14,10 +16,12 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
 from bert_tf.finetune import heads, squad, squad_answers, tagging
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.model import classifier_model
+from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from helpers import run, run_script
@@ -36,6 +40,21 @@ ANSWER_TASK = {"task": "answer", "labels": [], "pair": False, "seq_length": 32,
                "lower_case": True, "max_query_length": 8, "doc_stride": 6,
                "max_answer_length": 5, "n_best_size": 4, "null_score_diff_threshold": 0.0,
                "version_2_with_negative": False}
+
+
+# What a fine-tuned SavedModel's check says (`verified(line, kind)` reads it).
+VERIFIED = re.compile(r"^verified: (classify|regress|tag|answer) savedmodel(?: words, "
+                      r"word_offsets equal)?, largest output difference (\S+) \((\w+); "
+                      r"tolerance 1e-04\)$")
+
+
+def verified(line, kind):
+  """Checks the verification line of a `kind` export; returns the compared output it names."""
+  match = VERIFIED.match(line)
+  assert match and match[1] == kind, line
+  assert float(match[2]) <= 1e-4
+  assert ("words" in line) == (kind == "tag")
+  return match[3]
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +159,8 @@ def test_answer_is_the_python_selections_over_all_windows(vocabulary, config, tm
   answers = python_answers(model, vocabulary, ANSWER_TASK)
   check_answers(out, answers)
   assert out["answer"][0] and out["answer"][1] and out["answer"][2] == ""  # empty context
+  verified(verify_task_export(str(tmp_path / "export"), model, ANSWER_TASK, vocabulary),
+           "answer")
 
 
 def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, config, tmp_path):
@@ -153,6 +174,31 @@ def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, config, tmp_pat
   answers = python_answers(model, vocabulary, task)
   check_answers(out, answers)
   assert sorted(out["has_answer"][:2]) == [False, True]
+
+
+def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocabulary, config,
+                                                                          tmp_path):
+  """The tagger exported, then checked against the model with a tag's bias raised (as if the
+  weights changed after the export); the span model exported with its start and end rows
+  swapped (a wrong head)."""
+  tagger = heads.tagging_model(encoder(config, 8), len(TAGS))
+  task = {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16, "lower_case": True}
+  export_task(tagger, task, vocabulary, str(tmp_path / "tag"))
+  bias = tagger.get_layer("classifier").bias
+  bias.assign(bias.numpy() + [0.0, 5.0, 0.0])
+  with pytest.raises(UserError, match=r"^tag savedmodel export failed verification: its tags "
+                     r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify_task_export(str(tmp_path / "tag"), tagger, task, vocabulary)
+
+  spans, swapped = (heads.span_model(encoder(config, 9)) for _ in range(2))
+  swapped.set_weights(spans.get_weights())
+  kernel, span_bias = spans.get_layer("qa_outputs").get_weights()
+  swapped.get_layer("qa_outputs").set_weights([kernel[:, ::-1], span_bias[::-1]])
+  export_task(swapped, ANSWER_TASK, vocabulary, str(tmp_path / "answer"))
+  with pytest.raises(UserError, match=r"^answer savedmodel export failed verification: its "
+                     r"(answer|score) differs from the Keras model's by \S+ \(tolerance "
+                     r"1e-04\)$"):
+    verify_task_export(str(tmp_path / "answer"), spans, ANSWER_TASK, vocabulary)
 
 
 def test_bad_input_is_an_error(vocabulary, config, tmp_path):

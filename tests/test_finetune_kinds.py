@@ -2,11 +2,13 @@
 written here: `--task=regress` on a TSV of pairs with numeric labels, `--task=tag` on a CoNLL
 file with two entity types and -DOCSTART-, `--task=answer` on a SQuAD v2.0 file whose context
 needs several windows and with an unanswerable question. Each writes metrics.json with its
-figures, task.json, the best epoch's weights and the encoder's files; the encoder comes from a
-train.py model_dir, a Hugging Face directory or an original BERT checkpoint; bad input is one
-line before anything trains."""
+figures, task.json, the best epoch's weights and the encoder's files, and says that its
+SavedModel verified (unless --skip_verify); the encoder comes from a train.py model_dir, a
+Hugging Face directory or an original BERT checkpoint; bad input is one line before anything
+trains."""
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -20,6 +22,7 @@ from bert_tf.finetune import FinetuneConfig, finetune, task_model
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
 from helpers import run
+from test_finetune_export import verified
 
 CODE = ["function", "class", "return", "value", "object", "method"]
 DEBUG = ["debugger", "breakpoint", "frame", "stack", "command", "line"]
@@ -115,6 +118,18 @@ def read_json(directory, name):
     return json.load(f)
 
 
+@pytest.fixture
+def logged(caplog):
+  """pytest's caplog, at INFO for bert_tf's logger (where the verification line goes)."""
+  caplog.set_level(logging.INFO, logger="bert_tf")
+  return caplog
+
+
+def verification_lines(logged):
+  """The verification lines logged so far."""
+  return [r.getMessage() for r in logged.records if r.getMessage().startswith("verified:")]
+
+
 def check_output_dir(config, results, task):
   assert read_json(config.output_dir, "metrics.json") == results
   assert results["task"] == task and results["epochs"] == 2 and 1 <= results["best_epoch"] <= 2
@@ -131,10 +146,12 @@ def check_output_dir(config, results, task):
 
 
 @pytest.mark.e2e
-def test_regression(files, model_dir, tmp_path):
+def test_regression(files, model_dir, tmp_path, logged):
   config = config_for("regress", files, model_dir, tmp_path / "out")
   results = finetune(config)
   task_json = check_output_dir(config, results, "regress")
+  (line,) = verification_lines(logged)
+  assert verified(line, "regress") == "score"
   assert task_json["labels"] == [] and task_json["pair"] is True
   assert -1 <= results["dev_pearson"] <= 1 and -1 <= results["dev_spearman"] <= 1
   assert results["dev_mse"] >= 0
@@ -142,10 +159,12 @@ def test_regression(files, model_dir, tmp_path):
 
 
 @pytest.mark.e2e
-def test_tagging(files, model_dir, tmp_path):
+def test_tagging(files, model_dir, tmp_path, logged):
   config = config_for("tag", files, model_dir, tmp_path / "out")
   results = finetune(config)
   task_json = check_output_dir(config, results, "tag")
+  (line,) = verification_lines(logged)
+  verified(line, "tag")
   assert task_json["labels"] == ["B-CODE", "B-DEBUG", "I-CODE", "I-DEBUG", "O"]
   assert task_json["pair"] is False
   for name in ("f1", "precision", "recall"):
@@ -156,10 +175,12 @@ def test_tagging(files, model_dir, tmp_path):
 
 
 @pytest.mark.e2e
-def test_answer_v2_with_windows(files, model_dir, tmp_path):
+def test_answer_v2_with_windows(files, model_dir, tmp_path, logged):
   config = config_for("answer", files, model_dir, tmp_path / "out")
   results = finetune(config)
   task_json = check_output_dir(config, results, "answer")
+  (line,) = verification_lines(logged)
+  verified(line, "answer")
   assert task_json["version_2_with_negative"] is True  # read from the file
   assert {key: task_json[key] for key in ("max_query_length", "doc_stride", "max_answer_length",
                                           "n_best_size", "null_score_diff_threshold")} == {
@@ -187,13 +208,14 @@ def test_answer_defaults_are_run_squads():
 
 
 @pytest.mark.e2e
-def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path):
+def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path, logged):
   loaded = trained.load_trained(model_dir)
   hf_dir = export_huggingface(loaded.model, loaded.config, loaded.vocabulary,
                               str(tmp_path / "hf"), lower_case=True)
-  config = config_for("tag", files, hf_dir, tmp_path / "out", epochs=1)
+  config = config_for("tag", files, hf_dir, tmp_path / "out", epochs=1, skip_verify=True)
   results = finetune(config)
   assert results["best_epoch"] == 1 and 0 < results["dev_token_accuracy"] <= 1
+  assert verification_lines(logged) == []  # --skip_verify
   assert read_json(config.output_dir, "bert_config.json")["hidden_size"] == 32
 
 
@@ -204,7 +226,8 @@ def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
   published = tmp_path / "uncased_L-2_H-32_A-2"
   write_tf1_checkpoint(model_state(loaded.model, loaded.config), loaded.config, str(published))
   shutil.copy(os.path.join(model_dir, "vocab.txt"), published / "vocab.txt")
-  config = config_for("regress", files, str(published), tmp_path / "out", epochs=1)
+  config = config_for("regress", files, str(published), tmp_path / "out", epochs=1,
+                      skip_verify=True)
   results = finetune(config)
   assert results["best_epoch"] == 1 and -1 <= results["dev_pearson"] <= 1
   with open(published / "vocab.txt") as mine, open(os.path.join(config.output_dir,

@@ -3,7 +3,9 @@
 Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTraining`
 directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset). `--model_dir` may also be
 a fine-tune's output_dir (it has task.json): `savedmodel` then serves its task, and `hf` is the
-transformers class of its task.
+transformers class of its task. Before `wrote`, the export is loaded as its user will load it
+and checked against the Keras model (`verification.py`; of a fine-tuned model, the savedmodel
+export), unless --skip_verify.
 """
 
 import logging
@@ -20,10 +22,16 @@ log = logging.getLogger("bert_tf")
 def export(config: ExportConfig) -> None:
   config.check()
   from bert_tf.export.trained import export, load_trained, verify
-  from bert_tf.finetune.finetuned import export_finetuned, is_finetuned, load_finetuned
+  from bert_tf.finetune import finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
-  if is_finetuned(config.model_dir):
-    export_finetuned(load_finetuned(config.model_dir), config.format, config.output)
+  if finetuned.is_finetuned(config.model_dir):
+    model = finetuned.load_finetuned(config.model_dir)
+    finetuned.export_finetuned(model, config.format, config.output)
+    if not config.skip_verify and config.format == "savedmodel":
+      print(finetuned.verify_finetuned(model, config.output))
+    elif not config.skip_verify:
+      log.info("A fine-tuned model's %s export is not verified (its savedmodel export is)",
+               config.format)
   else:
     trained = load_trained(config.model_dir)
     export(trained, config.format, config.output, top_k=config.top_k)

@@ -2,12 +2,14 @@
 the pre-training tokenizer's ids and the Keras model's outputs (docs/serving.md#verified-exports).
 
 `verify` is the comparison for any export: examples in, a callable for the Keras reference and
-one for the loaded export, each returning named results (ids compared exactly, arrays within a
-tolerance). `verify_pretraining_export` supplies both callables for the three formats of the
-pre-training model.
+one for the loaded export, each returning named results (ids, words and offsets compared
+exactly, arrays within a tolerance). `verify_pretraining_export` supplies both callables for the
+three formats of the pre-training model, `finetune/verification.py` for a fine-tuned model's
+SavedModel; both load a SavedModel in the same fresh process (`saved_model_outputs`).
 """
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -19,8 +21,12 @@ import numpy as np
 
 from bert_tf import files
 from bert_tf.data.pairing import trimmed_lengths
-from bert_tf.data.tokenization import Vocabulary
+from bert_tf.data.tokenization import BertTokenizer, Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export.numpy_bert import NumpyBert, softmax
+from bert_tf.interop import huggingface
+
+log = logging.getLogger("bert_tf")
 
 # (text_a, text_b): accents, CJK, numbers, cased words, and a pair longer than any training
 # sequence length, so that truncation is exercised. text_b "" is a single text.
@@ -41,30 +47,34 @@ MASKED = ("The [MASK] statement is used for conditional execution.",
 TOLERANCES = {
     # The same TensorFlow kernels, in another order of summation once the graph is optimised.
     "savedmodel": 1e-4,
-    # torch's kernels (and transformers' erf GELU) sum in another order than TensorFlow's.
+    # torch's kernels (and transformers' erf GELU) sum in another order than TensorFlow's;
+    # without transformers, numpy's in float64.
     "hf": 1e-4,
     # keras-hub's BertBackbone computes GELU with the tanh approximation, ours with erf
     # (about 1e-3 apart on a small model): an export with wrong weights is far outside.
     "keras_hub": 2e-2,
 }
 
-Results = dict  # name -> list of id lists (names ending in "ids") or a float array
+Results = dict  # name -> a list per example (names ending in EXACT) or a float array
+# The results compared exactly, by the end of their name: what the tokenizer gives.
+EXACT = ("ids", "words", "offsets")
 
 
 def verify(export_name: str, reference: Callable[[], Results], loaded: Callable[[], Results],
            tolerance: float) -> str:
   """Compares what the export gives (`loaded()`) with the reference (`reference()`): the
-  results named `*ids` exactly, the others within `tolerance`. Returns the line saying so;
-  raises UserError naming the first difference otherwise."""
+  results named `*ids`, `*words` or `*offsets` exactly, the others within `tolerance`. Returns
+  the line saying so; raises UserError naming the first difference otherwise."""
   expected, got = reference(), loaded()
-  largest, where = 0.0, ""
+  largest, where, exact = 0.0, "", []
   for name, value in got.items():
-    if name.endswith("ids"):
+    if name.endswith(EXACT):
       for index, (ours, theirs) in enumerate(zip(expected[name], value, strict=True)):
         if list(ours) != list(theirs):
           raise UserError(f"{export_name} export failed verification: its {name} of example "
                           f"{index} are {_start(theirs)}, the pre-training tokenizer's "
                           f"{_start(ours)}")
+      exact.append(name)
       continue
     difference = _difference(np.asarray(expected[name]), np.asarray(value))
     if difference >= largest:
@@ -72,8 +82,9 @@ def verify(export_name: str, reference: Callable[[], Results], loaded: Callable[
   if not largest <= tolerance:
     raise UserError(f"{export_name} export failed verification: its {where} differs from the "
                     f"Keras model's by {largest:.1e} (tolerance {tolerance:.0e})")
-  return (f"verified: {export_name} ids equal, largest output difference {largest:.1e} "
-          f"({where}; tolerance {tolerance:.0e})")
+  equal = ("ids" if all(name.endswith("ids") for name in exact) else ", ".join(exact))
+  return (f"verified: {export_name}{f' {equal} equal' if exact else ''}, largest output "
+          f"difference {largest:.1e} ({where}; tolerance {tolerance:.0e})")
 
 
 def _difference(expected: np.ndarray, got: np.ndarray) -> float:
@@ -111,23 +122,14 @@ class KerasReference:
                seq_length: int):
     self.model, self.vocabulary, self.seq_length = model, vocabulary, seq_length
     tokenizer = vocabulary.tokenizer(lower_case)
-    self.text_ids = [tokenizer.tokenize([text]).flat_values.numpy().tolist()
-                     for pair in EXAMPLES for text in pair]
-    self.pairs = [self._pair(a, b) for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
+    self.text_ids = [text_ids(tokenizer, text) for pair in EXAMPLES for text in pair]
+    self.pairs = [pair_ids(vocabulary, a, b, seq_length)
+                  for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
     self.masked = [self._masked(tokenizer, text) for text in MASKED]
 
-  def _pair(self, ids_a: list[int], ids_b: list[int]) -> tuple[list[int], list[int]]:
-    """[CLS] a [SEP] (b [SEP]), truncated as in training; (token ids, segment ids)."""
-    budget = self.seq_length - 2 - (1 if ids_b else 0)
-    fit_a, fit_b = (int(n) for n in trimmed_lengths(len(ids_a), len(ids_b), budget))
-    cls, sep = self.vocabulary.cls_id, self.vocabulary.sep_id
-    token_ids = [cls, *ids_a[:fit_a], sep] + ([*ids_b[:fit_b], sep] if ids_b else [])
-    return token_ids, [0] * (fit_a + 2) + [1] * (len(token_ids) - fit_a - 2)
-
-  def _masked(self, tokenizer, text: str) -> list[int]:
+  def _masked(self, tokenizer: BertTokenizer, text: str) -> list[int]:
     """[CLS] left [MASK] right [SEP], as fill_mask tokenizes a text with one [MASK]."""
-    left, right = (tokenizer.tokenize([part]).flat_values.numpy().tolist()
-                   for part in text.split("[MASK]"))
+    left, right = (text_ids(tokenizer, part) for part in text.split("[MASK]"))
     return [self.vocabulary.cls_id, *left, self.vocabulary.mask_id, *right,
             self.vocabulary.sep_id]
 
@@ -154,10 +156,26 @@ class KerasReference:
         "pooled_output": np.stack(pooled[:count]),
         "sequence_output": np.concatenate(sequence[:count]),
         "nsp_logits": np.stack(nsp[:count]),
-        "is_next": _softmax(np.stack(nsp[:count]))[:, 1],
+        "is_next": softmax(np.stack(nsp[:count]))[:, 1],
         "mlm_logits": np.concatenate(mlm[:count]),
-        "fill_mask": _softmax(masked_logits).max(axis=-1),  # the top prediction's probability
+        "fill_mask": softmax(masked_logits).max(axis=-1),  # the top prediction's probability
     }
+
+
+def text_ids(tokenizer: BertTokenizer, text: str) -> list[int]:
+  """The pre-training tokenizer's ids of one text."""
+  return tokenizer.tokenize([text]).flat_values.numpy().tolist()
+
+
+def pair_ids(vocabulary: Vocabulary, ids_a: list[int], ids_b: list[int],
+             seq_length: int) -> tuple[list[int], list[int]]:
+  """[CLS] a [SEP] (b [SEP] when b has ids), truncated as in training, the longer text first;
+  (token ids, segment ids)."""
+  budget = seq_length - 2 - (1 if ids_b else 0)
+  fit_a, fit_b = (int(n) for n in trimmed_lengths(len(ids_a), len(ids_b), budget))
+  cls, sep = vocabulary.cls_id, vocabulary.sep_id
+  token_ids = [cls, *ids_a[:fit_a], sep] + ([*ids_b[:fit_b], sep] if ids_b else [])
+  return token_ids, [0] * (fit_a + 2) + [1] * (len(token_ids) - fit_a - 2)
 
 
 def model_inputs(token_ids: Sequence[int], segment_ids: Sequence[int]) -> dict:
@@ -172,65 +190,88 @@ def mlm_positions(token_ids: Sequence[int]) -> list[int]:
   return [1, len(token_ids) // 2, len(token_ids) - 2]
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-  exponentials = np.exp(logits - logits.max(axis=-1, keepdims=True))
-  return exponentials / exponentials.sum(axis=-1, keepdims=True)
-
-
 # A fresh process with tensorflow and tensorflow-text only, as a server or a user loads the
-# SavedModel: argv = the examples' JSON, the SavedModel, the results' JSON to write.
-_LOAD_SAVED_MODEL = r"""
+# SavedModel: argv = the calls' JSON ([[signature, {input: [text, ...]}], ...]), the
+# SavedModel, the JSON to write: each call's outputs as lists, strings decoded.
+_CALL_SAVED_MODEL = r"""
 import json, sys
-import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  registers the tokenizer's ops
 
 with open(sys.argv[1]) as f:
-  given = json.load(f)
+  calls = json.load(f)
 served = tf.saved_model.load(sys.argv[2])
-results = {"token_ids": [], "pooled_output": [], "sequence_output": [], "is_next": [],
-           "fill_mask": []}
-for text_a, text_b in given["examples"]:
-  pair = {"text_a": tf.constant([text_a]), "text_b": tf.constant([text_b])}
-  tokenized = served.signatures["tokenize"](**pair)
-  results["token_ids"].append(tokenized["token_ids"][0].numpy().tolist())
-  encoded = served.signatures["encode"](**pair)
-  results["pooled_output"].append(encoded["pooled_output"][0].numpy().tolist())
-  results["sequence_output"] += encoded["sequence_output"][0].numpy().tolist()
-  results["is_next"].append(float(served.signatures["is_next"](**pair)["probability"][0]))
-for text in given["masked"]:
-  filled = served.signatures["fill_mask"](text=tf.constant([text]))
-  results["fill_mask"].append(float(filled["probabilities"][0, 0, 0]))
+answers = []
+for signature, inputs in calls:
+  outputs = served.signatures[signature](
+      **{name: tf.constant(texts, tf.string) for name, texts in inputs.items()})
+  answers.append({name: value.numpy().tolist() for name, value in outputs.items()})
 with open(sys.argv[3], "w") as f:
-  json.dump(results, f)
+  json.dump(answers, f, default=bytes.decode)
 """
 
 
-def saved_model_results(directory: str) -> Results:
-  """The SavedModel's signatures on EXAMPLES and MASKED, loaded in a fresh process (from a
-  local copy when `directory` is on `ram://`, which only this process sees)."""
+def saved_model_outputs(directory: str, calls: list, export_name: str) -> list[dict]:
+  """The outputs of each (signature, {input: [text, ...]}) of `calls` on the SavedModel in
+  `directory`, loaded in a fresh process (from a local copy when `directory` is on `ram://`,
+  which only this process sees): {output: nested lists} per call. A SavedModel that does not
+  load or serve is a one-line UserError naming `export_name`."""
   with tempfile.TemporaryDirectory() as scratch:
     if directory.startswith("ram://"):
       files.copy_directory(directory, os.path.join(scratch, "saved_model"))
       directory = os.path.join(scratch, "saved_model")
-    given, answered = os.path.join(scratch, "examples.json"), os.path.join(scratch, "out.json")
+    given, answered = os.path.join(scratch, "calls.json"), os.path.join(scratch, "out.json")
     with open(given, "w") as f:
-      json.dump({"examples": EXAMPLES, "masked": MASKED}, f)
+      json.dump(calls, f)
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL",
                                                                           "2")}
-    process = subprocess.run([sys.executable, "-c", _LOAD_SAVED_MODEL, given, directory,
+    process = subprocess.run([sys.executable, "-c", _CALL_SAVED_MODEL, given, directory,
                               answered], capture_output=True, text=True, env=environment)
     if process.returncode:
       last = (process.stderr.strip().splitlines() or ["(no message)"])[-1]
-      raise UserError(f"savedmodel export failed verification: loading {directory} with "
+      raise UserError(f"{export_name} export failed verification: loading {directory} with "
                       f"tensorflow and tensorflow-text failed: {last}")
     with open(answered) as f:
-      results = json.load(f)
-  return {name: value if name.endswith("ids") else np.array(value, np.float32)
-          for name, value in results.items()}
+      return json.load(f)
+
+
+def saved_model_results(directory: str) -> Results:
+  """The SavedModel's signatures on EXAMPLES (each a batch of one) and MASKED, loaded in a
+  fresh process."""
+  calls = []
+  for text_a, text_b in EXAMPLES:
+    pair = {"text_a": [text_a], "text_b": [text_b]}
+    calls += [("tokenize", pair), ("encode", pair), ("is_next", pair)]
+  calls += [("fill_mask", {"text": [text]}) for text in MASKED]
+  outputs = iter(saved_model_outputs(directory, calls, "savedmodel"))
+  token_ids, pooled, sequence, is_next = [], [], [], []
+  for _ in EXAMPLES:
+    tokenized, encoded, following = next(outputs), next(outputs), next(outputs)
+    token_ids.append(tokenized["token_ids"][0])
+    pooled.append(encoded["pooled_output"][0])
+    sequence += encoded["sequence_output"][0]
+    is_next.append(following["probability"][0])
+  fill_mask = [filled["probabilities"][0][0][0] for filled in outputs]
+  return {"token_ids": token_ids,
+          **{name: np.array(value, np.float32) for name, value in (
+              ("pooled_output", pooled), ("sequence_output", sequence), ("is_next", is_next),
+              ("fill_mask", fill_mask))}}
 
 
 def huggingface_results(directory: str, reference: KerasReference) -> Results:
+  """The Hugging Face directory read by transformers when it and torch are installed, else by
+  a numpy forward pass of its weights."""
+  try:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+  except ImportError:
+    log.info("transformers is not installed: checking %s by a numpy forward pass of its "
+             "weights", directory)
+    return numpy_huggingface_results(directory, reference)
+  return transformers_results(directory, reference)
+
+
+def transformers_results(directory: str, reference: KerasReference) -> Results:
   """transformers' `BertTokenizer` and `BertForPreTraining` from the directory (torch, CPU):
   the ids of each text of EXAMPLES, and the outputs on the reference's ids."""
   import torch
@@ -258,6 +299,25 @@ def huggingface_results(directory: str, reference: KerasReference) -> Results:
   return {"text_ids": text_ids, "pooled_output": np.stack(pooled),
           "sequence_output": np.concatenate(sequence), "nsp_logits": np.stack(nsp),
           "mlm_logits": np.concatenate(mlm)}
+
+
+def numpy_huggingface_results(directory: str, reference: KerasReference) -> Results:
+  """The directory without transformers: the pre-training tokenizer over its vocab.txt, cased
+  as its tokenizer_config.json says (the ids of each text of EXAMPLES), and `NumpyBert` over
+  its config.json and safetensors weights (the outputs on the reference's ids)."""
+  config, state = huggingface.read_huggingface(directory)
+  bert = NumpyBert(config, state, directory)
+  tokenizer = Vocabulary(os.path.join(directory, "vocab.txt")).tokenizer(
+      huggingface.lower_case(directory))
+  pooled, sequence, nsp, mlm = [], [], [], []
+  for ids, segments in reference.pairs:
+    sequence.append(bert.encode(ids, segments))
+    pooled.append(bert.pooled(sequence[-1]))
+    nsp.append(bert.nsp_logits(pooled[-1])[::-1])  # Hugging Face: 0 = IsNext
+    mlm.append(bert.mlm_logits(sequence[-1][mlm_positions(ids)]))
+  return {"text_ids": [text_ids(tokenizer, text) for pair in EXAMPLES for text in pair],
+          "pooled_output": np.stack(pooled), "sequence_output": np.concatenate(sequence),
+          "nsp_logits": np.stack(nsp), "mlm_logits": np.concatenate(mlm)}
 
 
 def keras_hub_results(directory: str, reference: KerasReference) -> Results:

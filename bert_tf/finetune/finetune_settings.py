@@ -66,6 +66,8 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
   version_2_with_negative: bool = setting(
       False, "answer: questions may have no answer (SQuAD v2.0); also on when either file "
       "has an unanswerable question.", change=NOTED)
+  skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
+                              "the Keras task model after writing it.", change=NOTED)
 
   def __post_init__(self):
     if self.seq_length is None:  # the kind's default: a frozen field set once, here

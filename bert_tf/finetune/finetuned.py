@@ -15,6 +15,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.tasks import KINDS
+from bert_tf.finetune.verification import verify_task_export
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -66,3 +67,9 @@ def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> s
     return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
                               lower_case=finetuned.task["lower_case"], task=finetuned.task)
   raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
+
+
+def verify_finetuned(finetuned: Finetuned, output: str) -> str:
+  """Checks the `savedmodel` export in `output` against `finetuned` (`finetune/verification.py`);
+  returns the line saying so, or raises UserError."""
+  return verify_task_export(output, finetuned.model, finetuned.task, finetuned.vocabulary)

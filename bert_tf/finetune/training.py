@@ -5,7 +5,8 @@ checkpoint if it has one (`checkpoints.py`, saying what changed since: `rerun.py
 epochs left with the dev figures after each (`fitting.py`, `dev_evaluation.py`), keep the best
 epoch's weights, and write the output_dir: metrics.json, task.json, the weights, the encoder's
 bert_config.json and vocab.txt, what the kind adds (answer's predictions.json) and the
-SavedModel serving the kind's signature on raw text."""
+SavedModel serving the kind's signature on raw text, checked against the Keras model unless
+`--skip_verify` (`finetune/verification.py`)."""
 
 import logging
 import os
@@ -21,6 +22,7 @@ from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.model import Pretrained, compile_task_model, load_pretrained
 from bert_tf.finetune.tasks import TaskKind, task_kind
+from bert_tf.finetune.verification import verify_task_export
 from bert_tf.runtime import preamble, run_lock
 
 log = logging.getLogger("bert_tf")
@@ -84,4 +86,6 @@ def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained: Pretrai
   tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, "vocab.txt"),
                    overwrite=True)
   kind.write_outputs(model, directory, best_outputs)
-  export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
+  export = export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
+  if not config.skip_verify:
+    log.info(verify_task_export(export, model, task, pretrained.vocabulary))
