@@ -25,8 +25,8 @@ WEIGHTS_FILE = "model.weights.h5"
 
 class DevEvaluation(keras.callbacks.Callback):
   """After each epoch: the kind's dev figures on the console and in TensorBoard's `dev` run;
-  keeps the weights (and the dev outputs) of the best epoch by the kind's ranking and restores
-  those weights at the end of training."""
+  keeps the weights (and the dev outputs) of the best epoch by the kind's ranking (a GLUE
+  task's score first) and restores those weights at the end of training."""
 
   def __init__(self, kind: TaskKind, log_dir: str, epochs: int):
     super().__init__()
@@ -83,9 +83,9 @@ def finetune(config: FinetuneConfig) -> dict:
   evaluation = DevEvaluation(kind, log_dir, config.epochs)
   model.fit(kind.train_batches(config.batch_size, config.seed), epochs=config.epochs, verbose=0,
             callbacks=[evaluation, keras.callbacks.TensorBoard(log_dir)])
-  results = {**evaluation.best, "epochs": config.epochs, "train_examples": len(kind.train),
-             "dev_examples": len(kind.dev), "task": kind.name, **kind.noted(),
-             "from_scratch": config.from_scratch}
+  results = {**evaluation.best, "ranked_by": list(kind.ranking), "epochs": config.epochs,
+             "train_examples": len(kind.train), "dev_examples": len(kind.dev),
+             "task": kind.name, **kind.noted(), "from_scratch": config.from_scratch}
   write_output_dir(config, kind, pretrained, model, results, evaluation.best_outputs)
   return results
 
