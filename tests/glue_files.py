@@ -1,15 +1,17 @@
 """Small GLUE directories written in each task's exact layout, for tests: the header rows (or
 none, CoLA's training files), column orders, label names and index columns GLUE's download
-gives, with sentences written for the tests."""
+gives, with sentences written for the tests. Some open with a quotation mark, closed later or
+never, as GLUE's do: its files are not quoted, and a reader that takes `"` for a quote joins
+rows."""
 
 import os
 
 SENTENCES = [
     "The committee approved the budget after a long debate.",
     "A small dog slept under the kitchen table all afternoon.",
-    "The river flooded the lower town during the spring storms.",
+    '"The river flooded the lower town," the mayor said of the spring storms.',
     "She finished reading the novel on the train home.",
-    "Prices at the market rose sharply over the winter.",
+    '"Prices at the market rose sharply over the winter.',  # never closed
     "The museum opens its new wing to visitors next month.",
     "Two students repaired the old bicycle in the garage.",
     "Heavy snow closed the mountain pass for three days.",
@@ -26,7 +28,7 @@ QUESTIONS = [
     "When did the committee approve the budget?",
     "Where did the small dog sleep?",
     "What flooded the lower town?",
-    "Where did she finish reading the novel?",
+    '"Where did she finish reading the novel?',
     "Why did prices rise at the market?",
     "When does the museum open its new wing?",
     "Who repaired the old bicycle?",

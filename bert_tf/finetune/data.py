@@ -1,16 +1,16 @@
 """A labelled task's TSV files, checked, and their examples as the classifier's features.
 
 Files are GLUE's format: tab-separated, a header row naming the columns (or none, CoLA's, the
-columns then numbered from 0), no quoting (a `"` is part of the text). Labels are strings; the
-classes are the training file's sorted distinct labels. Every mistake is a `UserError` naming
-the file, raised before anything trains. Tokenization is the pre-training tokenizer's, in the
+columns then numbered from 0), no quoting (a `"` is part of the text), a row per line (a
+carriage return inside a field is text). Labels are strings; the classes are the training
+file's sorted distinct labels. Every mistake is a `UserError` naming the file, raised before
+anything trains. Tokenization is the pre-training tokenizer's, in the
 graph (`TextEncoder`), so that training, the Keras function and the exported `classify`
 signature see the same ids.
 """
 
-import csv
 import dataclasses
-import io
+import logging
 
 import numpy as np
 import tensorflow as tf
@@ -19,8 +19,9 @@ import tensorflow_text as tf_text
 from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.finetune.task_files import read_text
 
-csv.field_size_limit(1 << 30)  # a long document in one cell is text, not an error
+log = logging.getLogger("bert_tf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,26 +45,31 @@ def column_names(text_columns: str) -> list[str]:
   return names
 
 
-def read_rows(path: str, *, header: bool = True) -> tuple[list[str] | None, list[list[str]]]:
-  """(header row or None, example rows) of a TSV file, every row as wide as the first; raises
-  `UserError` for a missing or empty file, a row of another width, or no examples."""
-  if not path:
-    raise UserError("no file given: --train_file and --dev_file (or the probe's) are needed")
-  if not tf.io.gfile.exists(path):
-    raise UserError(f"file not found: {path}")
-  with tf.io.gfile.GFile(path, "rb") as f:
-    text = f.read().decode("utf-8", errors="replace")
-  rows = list(csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE))
-  rows = [row for row in rows if row]  # blank lines
-  if not rows:
+def read_rows(path: str, *, header: bool = True,
+              skip_malformed: bool = False) -> tuple[list[str] | None, list[list[str]]]:
+  """(header row or None, example rows) of a TSV file, every row as wide as the header (or,
+  without one, the first row); raises `UserError` for a missing or empty file, a row of another
+  width, or no examples. With `skip_malformed`, a row of another width is left out instead,
+  with a warning: GLUE's QQP training file has a few, a question cut by a line break."""
+  text = read_text(path, "--train_file or --dev_file (or the probe's)")
+  lines = [line.removesuffix("\r") for line in text.split("\n")]
+  numbered = [(number, line.split("\t")) for number, line in enumerate(lines, start=1) if line]
+  if not numbered:
     raise UserError(f"{path} is empty (it needs {'a header row and ' * header}examples)")
-  names = rows.pop(0) if header else None
-  if not rows:
+  names = numbered.pop(0)[1] if header else None
+  if not numbered:
     raise UserError(f"{path} has a header row but no examples")
-  width, what = (len(names), "the header has") if header else (len(rows[0]), "row 1 has")
-  for line, row in enumerate(rows, start=1 + header):
-    if len(row) != width:
-      raise UserError(f"{path}, row {line}: {len(row)} fields, {what} {width}")
+  width, first = (len(names), "the header") if header else (len(numbered[0][1]), "row 1")
+  malformed = [(number, len(row)) for number, row in numbered if len(row) != width]
+  if malformed and not skip_malformed:
+    number, fields = malformed[0]
+    raise UserError(f"{path}, row {number}: {fields} fields, {first} has {width}")
+  if malformed:
+    log.warning("%s: %d rows left out, their fields not the %d %s has (the first: row %d)",
+                path, len(malformed), width, first, malformed[0][0])
+  rows = [row for _, row in numbered if len(row) == width]
+  if not rows:
+    raise UserError(f"{path} has no row of {width} fields")
   return names, rows
 
 
@@ -80,28 +86,29 @@ def column_index(path: str, names: list[str] | None, column: str, width: int) ->
 
 
 def read_examples(path: str, text_columns: list[str], label_column: str, *,
-                  header: bool = True) -> Examples:
+                  header: bool = True, skip_malformed: bool = False) -> Examples:
   """Reads a TSV file's text and label columns, named by the header row or, with
   `header=False`, numbered from 0; raises `UserError` for a missing file or column, a row of
-  the wrong width, or a file without examples."""
-  names, rows = read_rows(path, header=header)
+  the wrong width (unless `skip_malformed`: see `read_rows`), or a file without examples."""
+  names, rows = read_rows(path, header=header, skip_malformed=skip_malformed)
   indices = [column_index(path, names, name, len(rows[0])) for name in text_columns]
   label = column_index(path, names, label_column, len(rows[0]))
   return Examples(path, tuple([row[i] for row in rows] for i in indices),
                   [row[label] for row in rows])
 
 
-def task_classes(train: Examples, dev: Examples) -> list[str]:
+def task_classes(train: Examples, *dev_sets: Examples) -> list[str]:
   """The sorted distinct training labels; raises `UserError` for a single class or a dev
   label the training file does not have."""
   classes = sorted(set(train.labels))
   if len(classes) < 2:
     raise UserError(f"{train.path} has a single label {classes[0]!r}: a classifier needs two "
                     "classes or more")
-  unknown = sorted(set(dev.labels) - set(classes))
-  if unknown:
-    raise UserError(f"{dev.path} has labels the training file has not: "
-                    f"{', '.join(map(repr, unknown[:5]))}")
+  for dev in dev_sets:
+    unknown = sorted(set(dev.labels) - set(classes))
+    if unknown:
+      raise UserError(f"{dev.path} has labels the training file has not: "
+                      f"{', '.join(map(repr, unknown[:5]))}")
   return classes
 
 

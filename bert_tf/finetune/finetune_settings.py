@@ -87,3 +87,4 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
       raise UserError(f"warmup_proportion {self.warmup_proportion} is not in [0, 1]")
     if min(self.max_answer_length, self.n_best_size) <= 0:
       raise UserError("max_answer_length and n_best_size must be positive")
+    self.check_sweep()

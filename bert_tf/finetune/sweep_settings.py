@@ -5,6 +5,7 @@ learning rates and batch sizes. No TensorFlow import."""
 import dataclasses
 
 from bert_tf.errors import UserError
+from bert_tf.finetune.glue.tasks import glue_task
 from bert_tf.settings import NOTED, setting
 
 
@@ -22,8 +23,8 @@ class SweepConfig:
 
   glue_task: str = setting(
       "", "A GLUE task read from --glue_dir as distributed (cola, sst2, mrpc, qqp, stsb, "
-      "mnli, qnli, rte, wnli): its files, columns, kind and metrics; replaces --train_file, "
-      "--dev_file and the columns.", change=NOTED)
+      "mnli, qnli, rte, wnli): its files, columns, kind and metrics, its score choosing the "
+      "epoch kept; replaces --train_file, --dev_file, the columns and --task.", change=NOTED)
   glue_dir: str = setting("", "GLUE's directory: CoLA/, SST-2/, MRPC/, ... (and diagnostic/).",
                           change=NOTED)
   predict_file: str = setting(
@@ -41,6 +42,8 @@ class SweepConfig:
 
   def check_sweep(self) -> None:
     """Rejects sweep settings that could only fail, before anything trains."""
+    if self.glue_task:
+      glue_task(self.glue_task)  # a known name
     if self.glue_task and not self.glue_dir:
       raise UserError("--glue_task needs --glue_dir")
     if self.glue_task and self.predict_file not in ("", "test"):

@@ -7,7 +7,8 @@ same story for all of them. A kind:
 - `head` and `loss`: the task model on the encoder, and what training minimises;
 - `train_batches`: the training rows an epoch's order names (`epochs.py`), in batches;
 - `evaluate(model)`: the dev figures under their metrics.json names (and what the best
-  epoch writes besides, answer's predictions); `rank(figures)` orders epochs;
+  epoch writes besides, answer's predictions); `ranking`, the figures that order epochs, the
+  first deciding (a GLUE task's score, `dev_glue_score`, before a classifier's accuracy);
 - `write_outputs`: what the output_dir holds beside the metrics and the weights.
 """
 
@@ -32,6 +33,9 @@ from bert_tf.finetune import (
   tagging,
 )
 from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.finetune.glue import reading as glue_reading
+from bert_tf.finetune.glue import scoring as glue_scoring
+from bert_tf.finetune.glue import tasks as glue_tasks
 from bert_tf.finetune.model import Pretrained, classifier_model, compile_task_model, load_pretrained
 
 log = logging.getLogger("bert_tf")
@@ -56,14 +60,20 @@ def without_pooler_training(encoder: keras.Model) -> keras.Model:
 
 class TaskKind:
   """What every kind has: its files read (`train`, `dev`), its labels (`labels`: classes or
-  tags, else none) and whether an example is a pair of texts."""
+  tags, else none), whether an example is a pair of texts, and the dev figures that rank
+  epochs (`ranking`)."""
 
   name = ""
   labels: list[str] = []
   pair = False
+  ranking: tuple[str, ...] = ()
 
   def __init__(self, config: FinetuneConfig):
     self.config = config
+
+  def rank(self, figures: dict) -> tuple:
+    """An epoch's figures as a key: the epoch kept has the greatest."""
+    return tuple(figures[name] for name in self.ranking)
 
   @property
   def train_rows(self) -> int:
@@ -85,23 +95,62 @@ class TaskKind:
 # === Classification and regression: texts or pairs in a TSV ===
 
 
-class Classification(TaskKind):
-  """A class per text or pair; ranked by dev accuracy, then macro F1."""
+def text_splits(config: FinetuneConfig) -> tuple:
+  """(GLUE task or None, training set, {dev set's name: examples}) of a TSV task: a GLUE
+  task's files as it ships them (`--glue_task`; MNLI has two dev sets), else `--train_file`
+  and `--dev_file` (the one dev set named "") by the column flags."""
+  if config.glue_task:
+    glue = glue_tasks.glue_task(config.glue_task)
+    return (glue, *glue_reading.read_splits(glue, config.glue_dir))
+  columns = data.column_names(config.text_columns)
+  train, dev = (data.read_examples(builtin_task.resolve(path, config.data_dir, split), columns,
+                                   config.label_column, header=not config.no_header)
+                for path, split in ((config.train_file, "train"), (config.dev_file, "dev")))
+  return None, train, {"": dev}
 
-  name = "classify"
+
+class TextTask(TaskKind):
+  """What classification and regression share: texts or pairs in TSV files, one dev set or
+  several (MNLI's matched and mismatched), and, for a GLUE task, its own figures on every dev
+  set (`glue_figures`), its score ranking epochs first."""
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
-    self.train, self.dev, self.labels = data.read_task(
-        builtin_task.resolve(config.train_file, config.data_dir, "train"),
-        builtin_task.resolve(config.dev_file, config.data_dir, "dev"),
-        config.text_columns, config.label_column, header=not config.no_header)
+    self.glue, self.train, self.dev_sets = text_splits(config)
+    self.dev = next(iter(self.dev_sets.values()))  # the kind's own figures are the first's
     self.pair = len(self.train.texts) == 2
+    if self.glue:
+      self.ranking = (f"dev_{glue_tasks.SCORE}", *self.ranking)
+
+  def glue_figures(self, predictions: dict[str, list]) -> dict:
+    """The GLUE task's dev figures (`glue.scoring.dev_figures`) of `predictions`, label names
+    or numbers by dev set; none for a task that is not GLUE's."""
+    if self.glue is None:
+      return {}
+    return glue_scoring.dev_figures(
+        self.glue, {name: dev.labels for name, dev in self.dev_sets.items()}, predictions)
+
+  @staticmethod
+  def glue_summary(figures: dict) -> str:
+    score = figures.get(f"dev_{glue_tasks.SCORE}")
+    return "" if score is None else f"; GLUE score {score:.4f}"
+
+
+class Classification(TextTask):
+  """A class per text or pair; ranked by dev accuracy, then macro F1."""
+
+  name = "classify"
+  ranking = ("dev_accuracy", "dev_macro_f1")
+
+  def __init__(self, config: FinetuneConfig):
+    super().__init__(config)
+    self.labels = data.task_classes(self.train, *self.dev_sets.values())
 
   def encode(self, pretrained: Pretrained) -> None:
     self.text_encoder = data.TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
                                          seq_length=self.config.seq_length)
-    self.dev_batches = self._dataset(self.dev, batch_size=DEV_BATCH)
+    self.dev_batches = {name: self._dataset(dev, batch_size=DEV_BATCH)
+                        for name, dev in self.dev_sets.items()}
 
   def _dataset(self, examples: data.Examples, **options) -> tf.data.Dataset:
     return data.dataset(examples, self.labels, self.text_encoder, **options)
@@ -118,18 +167,18 @@ class Classification(TaskKind):
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
-    labels, predictions = predicted_classes(model, self.dev_batches)
+    classes = {name: predicted_classes(model, batches)
+               for name, batches in self.dev_batches.items()}
+    labels, predictions = next(iter(classes.values()))
     return {"dev_accuracy": metrics.accuracy(labels, predictions),
-            "dev_macro_f1": metrics.macro_f1(labels, predictions)}, None
+            "dev_macro_f1": metrics.macro_f1(labels, predictions),
+            **self.glue_figures({name: [self.labels[i] for i in predicted]
+                                 for name, (_, predicted) in classes.items()})}, None
 
-  @staticmethod
-  def rank(figures: dict) -> tuple:
-    return figures["dev_accuracy"], figures["dev_macro_f1"]
-
-  @staticmethod
-  def summary(figures: dict) -> str:
+  @classmethod
+  def summary(cls, figures: dict) -> str:
     return (f"dev accuracy {figures['dev_accuracy']:.4f}, macro F1 "
-            f"{figures['dev_macro_f1']:.4f}")
+            f"{figures['dev_macro_f1']:.4f}" + cls.glue_summary(figures))
 
   def noted(self) -> dict:
     return {"classes": self.labels}
@@ -138,20 +187,16 @@ class Classification(TaskKind):
     files.write_json(os.path.join(directory, "classes.json"), {"classes": self.labels})
 
 
-class Regression(TaskKind):
+class Regression(TextTask):
   """A number per text or pair (the label column); mean squared error; ranked by dev
-  Pearson."""
+  Pearson, then Spearman."""
 
   name = "regress"
+  ranking = ("dev_pearson", "dev_spearman")
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
-    columns = data.column_names(config.text_columns)
-    self.train, self.dev = (
-        data.read_examples(path, columns, config.label_column, header=not config.no_header)
-        for path in (config.train_file, config.dev_file))
     self.train_targets, self.dev_targets = map(regression.targets, (self.train, self.dev))
-    self.pair = len(columns) == 2
 
   def encode(self, pretrained: Pretrained) -> None:
     self.text_encoder = data.TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
@@ -176,16 +221,14 @@ class Regression(TaskKind):
                              for features, _ in self.dev_batches])
     return {"dev_pearson": metrics.pearson(self.dev_targets, scores),
             "dev_spearman": metrics.spearman(self.dev_targets, scores),
-            "dev_mse": float(np.mean((scores - self.dev_targets) ** 2))}, None
+            "dev_mse": float(np.mean((scores - self.dev_targets) ** 2)),
+            **self.glue_figures({"": scores})}, None
 
-  @staticmethod
-  def rank(figures: dict) -> tuple:
-    return figures["dev_pearson"], figures["dev_spearman"]
-
-  @staticmethod
-  def summary(figures: dict) -> str:
+  @classmethod
+  def summary(cls, figures: dict) -> str:
     return (f"dev Pearson {figures['dev_pearson']:.4f}, Spearman "
-            f"{figures['dev_spearman']:.4f}, mean squared error {figures['dev_mse']:.4f}")
+            f"{figures['dev_spearman']:.4f}, mean squared error {figures['dev_mse']:.4f}"
+            + cls.glue_summary(figures))
 
 
 # === Token tagging: CoNLL-style files ===
@@ -195,6 +238,7 @@ class Tagging(TaskKind):
   """A tag per word; ranked by dev entity F1, then token accuracy."""
 
   name = "tag"
+  ranking = ("dev_entity_f1", "dev_token_accuracy")
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
@@ -237,10 +281,6 @@ class Tagging(TaskKind):
             "dev_entity_per_type": scores["per_type"]}, None
 
   @staticmethod
-  def rank(figures: dict) -> tuple:
-    return figures["dev_entity_f1"], figures["dev_token_accuracy"]
-
-  @staticmethod
   def summary(figures: dict) -> str:
     return (f"dev entity F1 {figures['dev_entity_f1']:.4f} (precision "
             f"{figures['dev_entity_precision']:.4f}, recall "
@@ -257,6 +297,7 @@ class Answering(TaskKind):
 
   name = "answer"
   pair = True  # a question and its context
+  ranking = ("dev_f1", "dev_exact_match")
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
@@ -303,10 +344,6 @@ class Answering(TaskKind):
             if not name.endswith("total")}, answers
 
   @staticmethod
-  def rank(figures: dict) -> tuple:
-    return figures["dev_f1"], figures["dev_exact_match"]
-
-  @staticmethod
   def summary(figures: dict) -> str:
     return (f"dev exact match {figures['dev_exact_match']:.4f}, F1 {figures['dev_f1']:.4f}" +
             "".join(f", {part.replace('_', ' ')}F1 {figures[f'dev_{part}f1']:.4f}"
@@ -329,8 +366,10 @@ KINDS = {kind.name: kind for kind in (Classification, Regression, Tagging, Answe
 
 
 def task_kind(config: FinetuneConfig) -> TaskKind:
-  """The kind `config.task` names, its files read and checked."""
-  return KINDS[config.task](config)
+  """The kind `config.task` names (a GLUE task's own, with `--glue_task`), its files read and
+  checked."""
+  name = glue_tasks.glue_task(config.glue_task).kind if config.glue_task else config.task
+  return KINDS[name](config)
 
 
 def task_model(model_dir: str, task: str, *, train_steps: int, num_labels: int = 0,

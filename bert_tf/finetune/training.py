@@ -64,9 +64,9 @@ def finetune(config: FinetuneConfig) -> dict:
                 checkpointer=checkpointer, position=position, evaluation=evaluation,
                 log_dir=log_dir)
     best, best_outputs = evaluation.restore_best()
-    results = {**best, "epochs": config.epochs, "train_examples": len(kind.train),
-               "dev_examples": len(kind.dev), "task": kind.name, **kind.noted(),
-               "from_scratch": config.from_scratch}
+    results = {**best, "ranked_by": list(kind.ranking), "epochs": config.epochs,
+               "train_examples": len(kind.train), "dev_examples": len(kind.dev),
+               "task": kind.name, **kind.noted(), "from_scratch": config.from_scratch}
     write_output_dir(config, kind, pretrained, model, results, best_outputs)
     checkpoints.remove(config)
   return results

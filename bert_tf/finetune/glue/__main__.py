@@ -22,11 +22,12 @@ def run_glue(config: FinetuneConfig) -> dict:
 
   from bert_tf import files
   from bert_tf.finetune import sweep
+  from bert_tf.finetune.glue.reading import SUBMISSION
   present = tasks.present_tasks(config.glue_dir) if config.glue_dir else []
   if not present:
     raise UserError(f"no GLUE task in --glue_dir {config.glue_dir!r} (it holds CoLA/, "
                     "SST-2/, MRPC/, ... each with its train.tsv)")
-  entries, submission = {}, os.path.join(config.output_dir, "submission")
+  entries, submission = {}, os.path.join(config.output_dir, SUBMISSION)
   for task in present:
     summary = sweep.run(dataclasses.replace(
         config, glue_task=task.name, output_dir=os.path.join(config.output_dir, task.directory)))

@@ -1,43 +1,22 @@
-"""A fine-tuned GLUE task's dev scores, by the task's own metrics, and its test predictions in
-the files the GLUE server takes. Predictions come from the run's exported SavedModel
-(`output_dir/export`), the model a user serves, so the figures are those of what ships."""
+"""A GLUE task's dev figures, by the task's own metrics (fine-tuning computes them after each
+epoch and keeps the epoch with the best task score), and its test predictions in the files the
+GLUE server takes, made by the run's exported SavedModel (`output_dir/export`), the model a
+user serves."""
 
+import json
 import os
 
 import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.errors import UserError
-from bert_tf.finetune import data, metrics
+from bert_tf.finetune import metrics
 from bert_tf.finetune.glue import tasks
 from bert_tf.finetune.glue.tasks import GlueTask
-
-SUBMISSION = "submission"  # the output directory's folder of server files
 
 _METRIC = {tasks.ACCURACY: metrics.accuracy, tasks.F1: metrics.positive_f1,
            tasks.MATTHEWS: metrics.matthews_correlation, tasks.PEARSON: metrics.pearson,
            tasks.SPEARMAN: metrics.spearman}
-
-
-def read_dev(task: GlueTask, glue_dir: str) -> dict[str, data.Examples]:
-  """The task's dev sets by name ("" for a task with one), labels checked against GLUE's."""
-  dev = {name: data.read_examples(task.path(glue_dir, file), list(task.text_columns),
-                                  task.label_column, header=task.header)
-         for name, file in task.dev_files}
-  for examples in dev.values():
-    check_labels(task, examples)
-  return dev
-
-
-def check_labels(task: GlueTask, examples: data.Examples) -> None:
-  """Raises `UserError` when a file's labels are not the task's (a file of another layout)."""
-  if task.kind == "regress":
-    return
-  unknown = sorted(set(examples.labels) - set(task.labels))
-  if unknown:
-    raise UserError(f"{examples.path}: labels {', '.join(map(repr, unknown[:3]))} are not "
-                    f"{task.directory}'s ({', '.join(task.labels)}); is it GLUE's layout?")
 
 
 def scores(task: GlueTask, labels: dict[str, list[str]], predictions: dict[str, list]) -> dict:
@@ -55,13 +34,22 @@ def scores(task: GlueTask, labels: dict[str, list[str]], predictions: dict[str, 
   return figures
 
 
+def dev_figures(task: GlueTask, labels: dict[str, list], predictions: dict[str, list]) -> dict:
+  """`scores` as metrics.json names them (`dev_matthews_correlation`, `dev_matched_accuracy`),
+  with the task's score, `dev_glue_score`."""
+  figures = {f"dev_{name}": value for name, value in scores(task, labels, predictions).items()}
+  return {**figures, f"dev_{tasks.SCORE}": task.score(figures, "dev_")}
+
+
 class Predictor:
   """A fine-tuned run's exported model as a function from texts to predictions: label names
-  (the `classify` signature) or numbers (`score`)."""
+  (the `classify` signature) or numbers (`score`), as the run's task.json says."""
 
-  def __init__(self, output_dir: str, kind: str, pair: bool):
+  def __init__(self, output_dir: str):
+    with tf.io.gfile.GFile(os.path.join(output_dir, "task.json")) as f:
+      task = json.load(f)
+    self.kind, self.pair = task["task"], task["pair"]
     self.model = tf.saved_model.load(os.path.join(output_dir, "export"))
-    self.kind, self.pair = kind, pair
 
   def __call__(self, texts: tuple[list[str], ...], batch_size: int = 64) -> list:
     names = ("text_a", "text_b") if self.pair else ("text",)
@@ -77,26 +65,6 @@ class Predictor:
     return predictions
 
 
-def dev_scores(task: GlueTask, dev: dict[str, data.Examples], output_dir: str) -> dict:
-  """The fine-tuned run in `output_dir` scored on each of the task's dev sets (`read_dev`)."""
-  predict = Predictor(output_dir, task.kind, pair=len(task.text_columns) == 2)
-  return scores(task, {name: examples.labels for name, examples in dev.items()},
-                {name: predict(examples.texts) for name, examples in dev.items()})
-
-
-def read_test(path: str, text_columns, index_column: str | None = "index", *,
-              header: bool = True) -> tuple[list[str], tuple[list[str], ...]]:
-  """(indices, texts) of a file to predict: its `index_column` when it has one (by name, in a
-  file with a header row), else the rows' numbers from 0."""
-  names, rows = data.read_rows(path, header=header)
-  columns = [data.column_index(path, names, column, len(rows[0])) for column in text_columns]
-  if names is not None and index_column in names:
-    indices = [row[names.index(index_column)] for row in rows]
-  else:
-    indices = [str(i) for i in range(len(rows))]
-  return indices, tuple([row[i] for row in rows] for i in columns)
-
-
 def prediction_text(prediction, kind: str) -> str:
   return f"{prediction:.3f}" if kind == "regress" else prediction
 
@@ -109,26 +77,12 @@ def write_predictions(path: str, indices: list[str], predictions: list, kind: st
   files.write_text(path, "\n".join(rows) + "\n")
 
 
-def read_test_files(task: GlueTask, glue_dir: str) -> list:
-  """[(server's file name, indices, texts)] of the task's test files (AX.tsv's when GLUE's
-  diagnostic set is there)."""
-  found = []
-  for server_file, test_file in task.test_files:
-    path = task.path(glue_dir, test_file)
-    if server_file == "AX.tsv" and not tf.io.gfile.exists(path):
-      continue  # the diagnostic set is optional
-    found.append((os.path.join(SUBMISSION, server_file),
-                  *read_test(path, task.columns_of_test, task.test_index_column)))
-  return found
-
-
-def write_all(predicted: list, run_dir: str, *, kind: str, pair: bool,
-              output_dir: str) -> list[str]:
+def write_all(predicted: list, run_dir: str, output_dir: str) -> list[str]:
   """Predicts each (file, indices, texts) of `predicted` with the run in `run_dir` into
   `output_dir`/file; returns the paths written."""
-  predict = Predictor(run_dir, kind, pair)
+  predict = Predictor(run_dir)
   written = []
   for file, indices, texts in predicted:
     written.append(os.path.join(output_dir, file))
-    write_predictions(written[-1], indices, predict(texts), kind)
+    write_predictions(written[-1], indices, predict(texts), predict.kind)
   return written

@@ -1,6 +1,7 @@
 """The GLUE table of a set of fine-tuned tasks: each task's dev metrics (mean and standard
-deviation over seeds, of the grid cell kept), its score (the mean of its metrics, as GLUE
-scores a task) and the macro average of the scores, as markdown and as JSON. No TensorFlow."""
+deviation over seeds, of the grid cell kept), its score (`GlueTask.score`: the mean of its
+metrics, as GLUE scores a task) and the macro average of the scores, as markdown and as JSON.
+No TensorFlow."""
 
 import numpy as np
 
@@ -11,7 +12,7 @@ def task_entry(task: GlueTask, summary: dict) -> dict:
   """The JSON entry of one task's sweep summary (`sweep.summarize`): its best cell."""
   best = summary["best"]
   return {"directory": task.directory, "mean": best["mean"], "std": best["std"],
-          "score": float(np.mean([best["mean"][name] for name in task.score_names])),
+          "score": task.score(best["mean"]),
           "learning_rate": best["learning_rate"], "batch_size": best["batch_size"],
           "seeds": len(best["seeds"])}
 

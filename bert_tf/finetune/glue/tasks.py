@@ -10,13 +10,15 @@ diagnostic set (AX) sits in `diagnostic/diagnostic.tsv` and is predicted by the 
 import dataclasses
 import os
 
-from bert_tf.errors import UserError
-from bert_tf.finetune.finetune_settings import FinetuneConfig
+import numpy as np
 
-# Metric names: the keys of a task's dev scores (`scoring.dev_scores`), prefixed with the dev
+from bert_tf.errors import UserError
+
+# Metric names: the keys of a task's dev figures (`scoring.scores`), prefixed with the dev
 # set's name where a task has two (MNLI's `matched_accuracy`).
 ACCURACY, F1, MATTHEWS, PEARSON, SPEARMAN = (
     "accuracy", "f1", "matthews_correlation", "pearson", "spearman")
+SCORE = "glue_score"  # a task's score (`GlueTask.score`) among its figures
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +52,18 @@ class GlueTask:
     """Every dev figure the task reports: its metrics on each dev set."""
     return [f"{dev}_{metric}" if dev else metric
             for dev in self.dev_names for metric in self.metrics]
+
+  def score(self, figures: dict, prefix: str = "") -> float:
+    """The task's score, as GLUE scores a task: the mean of its figures (`score_names`, each
+    read as `prefix` + name), so MRPC's and QQP's F1 and accuracy, STS-B's Pearson and
+    Spearman, MNLI's matched and mismatched accuracy count alike, and CoLA's Matthews
+    correlation alone. The one number that picks the epoch a run keeps, the grid's best cell
+    and its best seed, and the table's score."""
+    return float(np.mean([figures[prefix + name] for name in self.score_names]))
+
+  @property
+  def pair(self) -> bool:
+    return len(self.text_columns) == 2
 
   @property
   def columns_of_test(self) -> tuple[str, ...]:
@@ -101,12 +115,3 @@ def present_tasks(glue_dir: str) -> list[GlueTask]:
   return [task for task in TASKS.values()
           if os.path.isfile(task.path(glue_dir, task.train_file))]
 
-
-def task_config(task: GlueTask, config: FinetuneConfig) -> FinetuneConfig:
-  """`config` with the task's training and first dev file, columns, header
-  and kind in place of its own."""
-  return dataclasses.replace(
-      config, train_file=task.path(config.glue_dir, task.train_file),
-      dev_file=task.path(config.glue_dir, task.dev_files[0][1]),
-      text_columns=",".join(task.text_columns), label_column=task.label_column,
-      no_header=not task.header, task=task.kind)
