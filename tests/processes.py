@@ -102,7 +102,8 @@ class WarmPython:
         ours.append(out_write)
       else:
         out_write = null_out.fileno() if stdout == subprocess.DEVNULL else stdout.fileno()
-      request = json.dumps({"args": list(args), "cwd": cwd, "env": env}).encode()
+      request = json.dumps({"args": [str(arg) for arg in args], "cwd": str(cwd),
+                            "env": env}).encode()
       with self.lock:
         socket.send_fds(self.connection, [request], [null_in.fileno(), out_write, err_write])
         pid = int(self._answer())
