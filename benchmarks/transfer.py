@@ -39,14 +39,14 @@ def transformers_accuracy(args, seed: int, work_dir: str) -> float:
   --format=hf`, fine-tuned by `benchmarks/transfer_transformers.py` on the same files."""
   import transfer_transformers  # benchmarks/, beside this file
 
-  from bert_tf.data import builtin_task
+  from bert_tf.data import builtin_tasks
   from bert_tf.export import trained
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)
   return transfer_transformers.finetune_transformers(
-      hf_dir, builtin_task.resolve(args.train_file, args.data_dir, "train"),
-      builtin_task.resolve(args.dev_file, args.data_dir, "dev"),
+      hf_dir, builtin_tasks.resolve(args.train_file, args.data_dir, "train", "classify"),
+      builtin_tasks.resolve(args.dev_file, args.data_dir, "dev", "classify"),
       text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
       epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
       seq_length=args.seq_length, seed=seed, verbose=False)

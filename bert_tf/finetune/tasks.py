@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import builtin_task
+from bert_tf.data import builtin_tasks
 from bert_tf.errors import UserError
 from bert_tf.finetune import (
   batches,
@@ -55,8 +55,9 @@ def without_pooler_training(encoder: keras.Model) -> keras.Model:
 
 
 class TaskKind:
-  """What every kind has: its files read (`train`, `dev`), its labels (`labels`: classes or
-  tags, else none) and whether an example is a pair of texts."""
+  """What every kind has: its files (`train_file`, `dev_file`, a built-in task's when named)
+  read (`train`, `dev`), its labels (`labels`: classes or tags, else none) and whether an
+  example is a pair of texts."""
 
   name = ""
   labels: list[str] = []
@@ -64,6 +65,10 @@ class TaskKind:
 
   def __init__(self, config: FinetuneConfig):
     self.config = config
+    # A built-in task's name stands for its files (`builtin_tasks`).
+    self.train_file, self.dev_file = (
+        builtin_tasks.resolve(path, config.data_dir, split, self.name)
+        for path, split in ((config.train_file, "train"), (config.dev_file, "dev")))
 
   @property
   def train_rows(self) -> int:
@@ -93,8 +98,7 @@ class Classification(TaskKind):
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
     self.train, self.dev, self.labels = data.read_task(
-        builtin_task.resolve(config.train_file, config.data_dir, "train"),
-        builtin_task.resolve(config.dev_file, config.data_dir, "dev"),
+        self.train_file, self.dev_file,
         config.text_columns, config.label_column, header=not config.no_header)
     self.pair = len(self.train.texts) == 2
 
@@ -149,7 +153,7 @@ class Regression(TaskKind):
     columns = data.column_names(config.text_columns)
     self.train, self.dev = (
         data.read_examples(path, columns, config.label_column, header=not config.no_header)
-        for path in (config.train_file, config.dev_file))
+        for path in (self.train_file, self.dev_file))
     self.train_targets, self.dev_targets = map(regression.targets, (self.train, self.dev))
     self.pair = len(columns) == 2
 
@@ -198,8 +202,8 @@ class Tagging(TaskKind):
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
-    self.train, self.dev, self.labels = tagging.read_tagging_task(config.train_file,
-                                                                  config.dev_file)
+    self.train, self.dev, self.labels = tagging.read_tagging_task(self.train_file,
+                                                                  self.dev_file)
 
   def encode(self, pretrained: Pretrained) -> None:
     self.train_features, self.dev_features = (
@@ -262,8 +266,8 @@ class Answering(TaskKind):
     super().__init__(config)
     squad.check_windows(seq_length=config.seq_length, doc_stride=config.doc_stride,
                         max_query_length=config.max_query_length)
-    self.train = squad.read_squad(config.train_file, "--train_file")
-    self.dev = squad.read_squad(config.dev_file, "--dev_file")
+    self.train = squad.read_squad(self.train_file, "--train_file")
+    self.dev = squad.read_squad(self.dev_file, "--dev_file")
     self.version_2_with_negative = (config.version_2_with_negative or
                                     self.train.has_unanswerable or self.dev.has_unanswerable)
 
