@@ -103,11 +103,12 @@ class Probe:
 
   def __init__(self, config, vocabulary: Vocabulary):
     self.task = _task(config)
-    # The features, made once: each probe trains on the same. Encoding reads no weights.
+    # The features, made once. Encoding reads no weights, only the vocabulary and case.
     self.task.encode(Pretrained(None, None, vocabulary, config.do_lower_case))
     self.figure = PROBE_FIGURES[self.task.name]
     self.steps = config.probe_steps
     self.seed = config.seed
+    self.train_batches = self._train_batches()
     self._random_figure = None
     self._last = (None, None)  # (step, figures)
     self.seconds = 0.0  # spent probing, in all
@@ -146,14 +147,17 @@ class Probe:
     gc.collect()
     return {f"probe_{self.figure}": figure, f"probe_random_{self.figure}": self._random_figure}
 
-  def _fine_tuned_figure(self, model: keras.Model) -> float:
-    """`model` trained `steps` batches of the training rows, shuffled anew each pass over
-    them (the same on each call), then scored on the dev file."""
+  def _train_batches(self) -> tf.data.Dataset:
+    """`steps` batches of the training rows, shuffled anew each pass over them; made once
+    and kept after their first pass (each probe trains on the same)."""
     rows, needed = self.task.train_rows, self.steps * BATCH_SIZE
     shuffled = np.random.default_rng(self.seed)
     order = np.concatenate([shuffled.permutation(rows) for _ in range(-(-needed // rows))])
-    model.fit(self.task.train_batches(BATCH_SIZE, order[:needed]), epochs=1, verbose=0,
-              shuffle=False)  # shuffled by `order`
+    return self.task.train_batches(BATCH_SIZE, order[:needed]).cache()
+
+  def _fine_tuned_figure(self, model: keras.Model) -> float:
+    """`model` trained on the probe's batches, then scored on the dev file."""
+    model.fit(self.train_batches, epochs=1, verbose=0, shuffle=False)  # shuffled by the order
     figures, _ = self.task.evaluate(model)
     return figures[f"dev_{self.figure}"]
 
