@@ -28,7 +28,8 @@ def test_files_have_a_header_and_two_columns(tmp_path):
   assert builtin_tasks.resolve("builtin", str(tmp_path), "train", "classify") == train_path
   assert builtin_tasks.resolve("builtin", str(tmp_path), "dev", "classify") == dev_path
   assert builtin_tasks.resolve("mine.tsv", str(tmp_path), "dev", "classify") == "mine.tsv"
-  with pytest.raises(UserError, match="builtin_tag is the built-in tag task.*--task=tag"):
+  with pytest.raises(UserError, match=r"^builtin_tag is the built-in tag task, not a classify "
+                     r"task: use --task=tag \(the built-in classify task is builtin\)$"):
     builtin_tasks.resolve("builtin_tag", str(tmp_path), "train", "classify")
 
 

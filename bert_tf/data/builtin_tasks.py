@@ -51,7 +51,9 @@ def resolve(path: str, data_dir: str, split: str, kind: str) -> str:
   if path not in TASKS:
     return path
   if TASKS[path].KIND != kind:
+    same_kind = [name for name, task in TASKS.items() if task.KIND == kind]
     raise UserError(f"{path} is the built-in {TASKS[path].KIND} task, not a {kind} task: use "
-                    f"--task={TASKS[path].KIND}, or one of "
-                    f"{', '.join(n for n, t in TASKS.items() if t.KIND == kind) or 'your files'}")
+                    f"--task={TASKS[path].KIND} (" + (
+                        f"the built-in {kind} task is {same_kind[0]})" if same_kind else
+                        f"there is no built-in {kind} task)"))
   return task_files(path, data_dir)[SPLITS.index(split)]
