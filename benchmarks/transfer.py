@@ -1,14 +1,21 @@
-"""Does pre-training transfer? The built-in task (or any GLUE-style task) fine-tuned from a
-pre-trained encoder and, with the same recipe, from random weights, over several seeds: mean
-and spread of the dev accuracy side by side.
+"""Does pre-training transfer? A task of any kind (the built-in ones by default) fine-tuned
+from a pre-trained encoder and, with the same recipe, from random weights, over several seeds:
+mean and spread of the kind's dev figure side by side.
 
     python train.py --flagfile=configs/quickstart.flags       # the pre-trained encoder
     python benchmarks/transfer.py --model_dir=runs/quickstart --seeds=0,1,2
+    python benchmarks/transfer.py --model_dir=runs/quickstart --task=tag      # builtin_tag
+    python benchmarks/transfer.py --model_dir=runs/quickstart --task=answer   # builtin_answer
+    python benchmarks/transfer.py --model_dir=runs/quickstart --task=regress \\
+        --train_file=train.tsv --dev_file=dev.tsv                            # no built-in one
 
-A third column, `--contenders=ours,scratch,transformers`, fine-tunes transformers'
-`BertForSequenceClassification` from our Hugging Face export of the same encoder with the same
-data and recipe (`benchmarks/transfer_transformers.py`); each contender's figure is the dev
-accuracy of its best epoch.
+The figure is the best epoch's: dev accuracy (classify), Pearson (regress), entity F1 (tag),
+F1 (answer). A third column, `--contenders=ours,scratch,transformers`, fine-tunes
+transformers' class for the kind (`BertForSequenceClassification`, `BertForTokenClassification`,
+`BertForQuestionAnswering`) from our Hugging Face export of the same encoder with the same
+recipe (`benchmarks/transfer_transformers.py`): for classification on the TSV files with the
+export's own tokenizer; for the other kinds on the batches our fine-tuning trains on, in the
+same order, scored by our dev figures.
 """
 
 import argparse
@@ -21,41 +28,98 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+FIGURES = {"classify": "dev_accuracy", "regress": "dev_pearson", "tag": "dev_entity_f1",
+           "answer": "dev_f1"}
+BUILTIN = {"classify": "builtin", "tag": "builtin_tag", "answer": "builtin_answer"}
 
-def ours_accuracy(args, seed: int, from_scratch: bool, work_dir: str) -> float:
-  """Dev accuracy of `python -m bert_tf.finetune` (in this process) at `seed`."""
-  from bert_tf.finetune import FinetuneConfig, finetune
+
+def finetune_config(args, seed: int, output_dir: str = "", from_scratch: bool = False):
+  """Our fine-tuning's settings for `args` at `seed`."""
+  from bert_tf.finetune import FinetuneConfig
+  return FinetuneConfig(
+      task=args.task, model_dir=args.model_dir, train_file=args.train_file,
+      dev_file=args.dev_file, data_dir=args.data_dir, output_dir=output_dir,
+      text_columns=args.text_columns, label_column=args.label_column, epochs=args.epochs,
+      learning_rate=args.learning_rate, batch_size=args.batch_size, seq_length=args.seq_length,
+      max_query_length=args.max_query_length, doc_stride=args.doc_stride, seed=seed,
+      from_scratch=from_scratch)
+
+
+def ours_figure(args, seed: int, from_scratch: bool, work_dir: str) -> float:
+  """The dev figure of `python -m bert_tf.finetune` (in this process) at `seed`."""
+  from bert_tf.finetune import finetune
   output_dir = os.path.join(work_dir, f"{'scratch' if from_scratch else 'ours'}-{seed}")
-  return finetune(FinetuneConfig(
-      model_dir=args.model_dir, train_file=args.train_file, dev_file=args.dev_file,
-      data_dir=args.data_dir, output_dir=output_dir, text_columns=args.text_columns,
-      label_column=args.label_column, epochs=args.epochs, learning_rate=args.learning_rate,
-      batch_size=args.batch_size, seq_length=args.seq_length, seed=seed,
-      from_scratch=from_scratch))["dev_accuracy"]
+  return finetune(finetune_config(args, seed, output_dir, from_scratch))[FIGURES[args.task]]
 
 
-def transformers_accuracy(args, seed: int, work_dir: str) -> float:
+class Predictions:
+  """Stands for a Keras task model where our task kinds score one (`TaskKind.evaluate`):
+  transformers' logits, in our layout, with answer's restricted to `[CLS]` and the context as
+  our span head restricts them (`heads.ContextOnly`)."""
+
+  def __init__(self, kind: str, predict):
+    self.kind, self._predict = kind, predict
+
+  def _logits(self, features: dict):
+    import numpy as np
+
+    from bert_tf.finetune.heads import NOT_AN_ANSWER
+    logits = self._predict(features)
+    if self.kind == "answer":
+      segment_ids, padding_mask = (np.asarray(features[n]) for n in ("segment_ids",
+                                                                      "padding_mask"))
+      positions = np.arange(segment_ids.shape[1])[None, :]
+      final_sep = padding_mask.sum(axis=1, keepdims=True) - 1
+      allowed = (positions == 0) | ((segment_ids == 1) & (positions < final_sep))
+      logits = np.where(allowed[:, None, :], logits, NOT_AN_ANSWER)
+    return logits
+
+  def __call__(self, features: dict, training: bool = False):
+    import tensorflow as tf
+    return tf.constant(self._logits({n: v.numpy() for n, v in features.items()}))
+
+  def predict(self, features: dict, batch_size: int, verbose: int = 0):
+    import numpy as np
+    rows = len(features["token_ids"])
+    return np.concatenate([self._logits({n: v[start:start + batch_size]
+                                         for n, v in features.items()})
+                           for start in range(0, rows, batch_size)])
+
+
+def transformers_figure(args, seed: int, work_dir: str) -> float:
   """The plug for transformers' contender: the encoder exported with `bert_tf.export
-  --format=hf`, fine-tuned by `benchmarks/transfer_transformers.py` on the same files."""
+  --format=hf`, fine-tuned by `benchmarks/transfer_transformers.py` on the same data."""
   import transfer_transformers  # benchmarks/, beside this file
 
-  from bert_tf.data import builtin_task
+  from bert_tf.data import builtin_tasks
   from bert_tf.export import trained
+  from bert_tf.finetune.epochs import EpochPlan
+  from bert_tf.finetune.model import load_pretrained
+  from bert_tf.finetune.tasks import task_kind
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)
-  return transfer_transformers.finetune_transformers(
-      hf_dir, builtin_task.resolve(args.train_file, args.data_dir, "train"),
-      builtin_task.resolve(args.dev_file, args.data_dir, "dev"),
-      text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
-      epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
-      seq_length=args.seq_length, seed=seed, verbose=False)
+  if args.task == "classify":
+    return transfer_transformers.finetune_transformers(
+        hf_dir, builtin_tasks.resolve(args.train_file, args.data_dir, "train", "classify"),
+        builtin_tasks.resolve(args.dev_file, args.data_dir, "dev", "classify"),
+        text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
+        epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
+        seq_length=args.seq_length, seed=seed, verbose=False)
+  kind = task_kind(finetune_config(args, seed))
+  kind.encode(load_pretrained(args.model_dir))
+  plan = EpochPlan(kind.train_rows, args.batch_size, args.epochs, seed)
+  return transfer_transformers.finetune_task(
+      hf_dir, args.task, lambda epoch: kind.train_batches(args.batch_size, plan.order(epoch)),
+      lambda predict: kind.evaluate(Predictions(args.task, predict))[0][FIGURES[args.task]],
+      num_labels=len(kind.labels), epochs=args.epochs, steps_per_epoch=plan.steps_per_epoch,
+      learning_rate=args.learning_rate, seed=seed, verbose=False)
 
 
 CONTENDERS = {
-    "ours": lambda args, seed, work_dir: ours_accuracy(args, seed, False, work_dir),
-    "scratch": lambda args, seed, work_dir: ours_accuracy(args, seed, True, work_dir),
-    "transformers": transformers_accuracy,
+    "ours": lambda args, seed, work_dir: ours_figure(args, seed, False, work_dir),
+    "scratch": lambda args, seed, work_dir: ours_figure(args, seed, True, work_dir),
+    "transformers": transformers_figure,
 }
 TITLES = {"ours": "pre-trained (bert_tf)", "scratch": "random weights (--from_scratch)",
           "transformers": "pre-trained (transformers)"}
@@ -64,34 +128,45 @@ TITLES = {"ours": "pre-trained (bert_tf)", "scratch": "random weights (--from_sc
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--model_dir", default="runs/quickstart")
-  parser.add_argument("--train_file", default="builtin")
-  parser.add_argument("--dev_file", default="builtin")
+  parser.add_argument("--task", default="classify", choices=tuple(FIGURES))
+  parser.add_argument("--train_file", default="", help="default: the kind's built-in task")
+  parser.add_argument("--dev_file", default="", help="default: the training file's")
   parser.add_argument("--data_dir", default="data")
   parser.add_argument("--text_columns", default="text")
   parser.add_argument("--label_column", default="label")
   parser.add_argument("--epochs", type=int, default=3)
   parser.add_argument("--learning_rate", type=float, default=1e-3)
   parser.add_argument("--batch_size", type=int, default=32)
-  parser.add_argument("--seq_length", type=int, default=64)
+  parser.add_argument("--seq_length", type=int, default=None,
+                      help="default 64, 128 for --task=answer")
+  parser.add_argument("--max_query_length", type=int, default=32, help="answer")
+  parser.add_argument("--doc_stride", type=int, default=32, help="answer")
   parser.add_argument("--seeds", default="0,1,2")
   parser.add_argument("--contenders", default="ours,scratch")
   args = parser.parse_args()
+  args.train_file = args.train_file or BUILTIN.get(args.task, "")
+  args.dev_file = args.dev_file or args.train_file
+  args.seq_length = args.seq_length or (128 if args.task == "answer" else 64)
+  if not args.train_file:
+    parser.error(f"--task={args.task} has no built-in task: give --train_file and --dev_file")
   from bert_tf import console
   console.start(sys.argv)
   console.configure(-1)  # only warnings: the table is the output
   seeds = [int(seed) for seed in args.seeds.split(",")]
   names = args.contenders.split(",")
+  figure = FIGURES[args.task].removeprefix("dev_").replace("_", " ")
   results = {name: [] for name in names}
   with tempfile.TemporaryDirectory() as work_dir:
     for seed in seeds:
       for name in names:
         start = time.perf_counter()
         results[name].append(CONTENDERS[name](args, seed, work_dir))
-        print(f"seed {seed} {name}: dev accuracy {results[name][-1]:.4f} "
+        print(f"seed {seed} {name}: dev {figure} {results[name][-1]:.4f} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
-  print(f"\n{args.epochs} epochs, learning rate {args.learning_rate}, batch {args.batch_size}, "
-        f"seq_length {args.seq_length}, seeds {args.seeds}; encoder {args.model_dir}\n")
-  print("| encoder | dev accuracy, mean | spread (sd) | min - max |")
+  print(f"\n{args.task} on {args.train_file}: {args.epochs} epochs, learning rate "
+        f"{args.learning_rate}, batch {args.batch_size}, seq_length {args.seq_length}, seeds "
+        f"{args.seeds}; encoder {args.model_dir}\n")
+  print(f"| encoder | dev {figure}, mean | spread (sd) | min - max |")
   print("|---|---|---|---|")
   for name in names:
     values = results[name]

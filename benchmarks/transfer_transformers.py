@@ -8,6 +8,9 @@ recipe).
         --train_file=train.tsv --dev_file=dev.tsv --text_columns=sentence1,sentence2
 
 From Python: `finetune_transformers(hf_dir, train_file, dev_file, text_columns=("text",))`.
+`finetune_task` does the same for any of bert_tf's task kinds (regression,
+`BertForTokenClassification`, `BertForQuestionAnswering`) on batches of features bert_tf makes,
+scored by bert_tf's own dev figures (benchmarks/transfer.py --task).
 
 The recipe is BERT's (google-research/bert `run_classifier.py` and `optimization.py`): AdamW
 with weight decay 0.01 (none on biases and layer norms), a linear warm-up over the first
@@ -64,6 +67,31 @@ def _accuracy(model, tokenizer, texts, labels, seq_length, batch_size) -> float:
   return correct / len(texts)
 
 
+def _recipe(model, learning_rate: float, total_steps: int, warmup_proportion: float):
+  """BERT's optimizer and schedule for `model` (see the module's docstring)."""
+  import torch
+  import transformers
+  no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+  decay = [p for n, p in model.named_parameters()
+           if not (n.endswith("bias") or "LayerNorm" in n)]
+  optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                 {"params": no_decay, "weight_decay": 0.0}],
+                                lr=learning_rate, betas=(0.9, 0.999), eps=1e-6)
+  return optimizer, transformers.get_linear_schedule_with_warmup(
+      optimizer, int(total_steps * warmup_proportion), total_steps)
+
+
+def _step(model, optimizer, schedule, loss):
+  """One update on `loss`, gradients clipped to a global norm of 1.0; returns the loss."""
+  import torch
+  loss.backward()
+  torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+  optimizer.step()
+  schedule.step()
+  optimizer.zero_grad()
+  return loss
+
+
 def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
                           text_columns=("text",), label_column: str = "label",
                           epochs: int = 3, learning_rate: float = 2e-5, batch_size: int = 32,
@@ -97,16 +125,8 @@ def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
   tokenizer = transformers.BertTokenizer.from_pretrained(hf_dir)
   model = transformers.BertForSequenceClassification.from_pretrained(
       hf_dir, num_labels=len(classes))
-  no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-  decay = [p for n, p in model.named_parameters()
-           if not (n.endswith("bias") or "LayerNorm" in n)]
-  optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                 {"params": no_decay, "weight_decay": 0.0}],
-                                lr=learning_rate, betas=(0.9, 0.999), eps=1e-6)
   steps_per_epoch = -(-len(train_texts) // batch_size)
-  total = steps_per_epoch * epochs
-  schedule = transformers.get_linear_schedule_with_warmup(
-      optimizer, int(total * warmup_proportion), total)
+  optimizer, schedule = _recipe(model, learning_rate, steps_per_epoch * epochs, warmup_proportion)
   shuffler = torch.Generator().manual_seed(seed)
   best, step = 0.0, 0
   for epoch in range(1, epochs + 1):
@@ -114,12 +134,7 @@ def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
     order = torch.randperm(len(train_texts), generator=shuffler).tolist()
     for encoded, gold in _batches(tokenizer, train_texts, train_ids, seq_length, batch_size,
                                   order):
-      loss = model(**encoded, labels=gold).loss
-      loss.backward()
-      torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-      optimizer.step()
-      schedule.step()
-      optimizer.zero_grad()
+      loss = _step(model, optimizer, schedule, model(**encoded, labels=gold).loss)
       step += 1
       if max_steps is not None and step >= max_steps:
         break
@@ -127,6 +142,94 @@ def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
     best = max(best, accuracy)
     if verbose:
       print(f"epoch {epoch}: step {step}, loss {loss.item():.4f}, dev accuracy {accuracy:.4f}")
+    if max_steps is not None and step >= max_steps:
+      break
+  return best
+
+
+# === Any task kind, on features made by the caller ===
+# transformers' class for each of bert_tf's task kinds (what `bert_tf.export --format=hf`
+# writes for a fine-tuned model).
+HEADS = {"classify": "BertForSequenceClassification", "regress": "BertForSequenceClassification",
+         "tag": "BertForTokenClassification", "answer": "BertForQuestionAnswering"}
+
+
+def _torch_inputs(features: dict) -> dict:
+  """bert_tf's feature names (numpy arrays) -> transformers' (long tensors)."""
+  import torch
+  return {name: torch.as_tensor(np_value(features[ours]), dtype=torch.long)
+          for name, ours in (("input_ids", "token_ids"), ("token_type_ids", "segment_ids"),
+                             ("attention_mask", "padding_mask"))}
+
+
+def np_value(value):
+  """A numpy array of a numpy array or a TensorFlow tensor."""
+  return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _torch_targets(kind: str, labels) -> dict:
+  """bert_tf's labels of a batch -> transformers' loss arguments: class or tag ids (-100
+  ignored, as bert_tf's tagging loss does), numbers, or (start, end) positions."""
+  import torch
+  labels = np_value(labels)
+  if kind == "answer":
+    return {"start_positions": torch.as_tensor(labels[:, 0], dtype=torch.long),
+            "end_positions": torch.as_tensor(labels[:, 1], dtype=torch.long)}
+  return {"labels": torch.as_tensor(labels, dtype=torch.float if kind == "regress"
+                                    else torch.long)}
+
+
+def _our_layout(kind: str, output):
+  """transformers' outputs -> bert_tf's logits: [batch, 2, seq] for answer (start, end)."""
+  import numpy as np
+  if kind == "answer":
+    return np.stack([output.start_logits.numpy(), output.end_logits.numpy()], axis=1)
+  return output.logits.numpy()
+
+
+def finetune_task(hf_dir: str, kind: str, epoch_batches, score, *, num_labels: int = 0,
+                  epochs: int = 3, steps_per_epoch: int, learning_rate: float = 2e-5,
+                  seed: int = 0, warmup_proportion: float = 0.1,
+                  max_steps: int | None = None, verbose: bool = True) -> float:
+  """Fine-tunes transformers' class for `kind` (`HEADS`) from the export `hf_dir` with BERT's
+  recipe and returns the best epoch's figure.
+
+  `epoch_batches(epoch)`: that epoch's (features, labels) batches in bert_tf's names and
+  layout (`token_ids`, `segment_ids`, `padding_mask`; labels as bert_tf's task kinds make
+  them), so that both sides train on the same rows in the same order. `score(predict)`: the
+  dev figure, given `predict(features) -> logits` in bert_tf's layout, dropout off.
+  """
+  import numpy as np
+  import torch
+  import transformers
+
+  transformers.logging.set_verbosity_error()  # the new head's "newly initialized" is expected
+  random.seed(seed)
+  np.random.seed(seed)
+  torch.manual_seed(seed)
+  options = ({"num_labels": 1, "problem_type": "regression"} if kind == "regress" else
+             {"num_labels": num_labels} if kind in ("classify", "tag") else {})
+  model = getattr(transformers, HEADS[kind]).from_pretrained(hf_dir, **options)
+  optimizer, schedule = _recipe(model, learning_rate, steps_per_epoch * epochs, warmup_proportion)
+
+  def predict(features):
+    model.eval()
+    with torch.no_grad():
+      return _our_layout(kind, model(**_torch_inputs(features)))
+
+  best, step = -float("inf"), 0
+  for epoch in range(epochs):
+    model.train()
+    for features, labels in epoch_batches(epoch):
+      loss = _step(model, optimizer, schedule,
+                   model(**_torch_inputs(features), **_torch_targets(kind, labels)).loss)
+      step += 1
+      if max_steps is not None and step >= max_steps:
+        break
+    figure = score(predict)
+    best = max(best, figure)
+    if verbose:
+      print(f"epoch {epoch + 1}: step {step}, loss {loss.item():.4f}, dev {figure:.4f}")
     if max_steps is not None and step >= max_steps:
       break
   return best

@@ -53,7 +53,8 @@ def check_choices(config) -> None:
   for field in declared(type(config)):
     choices, value = field.metadata["choices"], getattr(config, field.name)
     if choices and value not in choices:
-      raise UserError(f"unknown {field.name} {value!r}: use one of {', '.join(choices)}")
+      raise UserError(f"unknown {field.name} {value!r}: use one of "
+                      f"{', '.join(choice or repr(choice) for choice in choices)}")
 
 
 def value_type(field: dataclasses.Field) -> type:

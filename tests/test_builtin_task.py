@@ -1,10 +1,17 @@
-"""The built-in labelled task: GLUE-style files made from the built-in corpus, the same on
-every call, train and dev disjoint, every class in both."""
+"""The built-in labelled tasks: files made from the built-in corpus, the same on every call,
+train and dev disjoint, read by fine-tuning's readers. Classification: GLUE-style TSV, every
+class in both files; tagging: CoNLL-style, the quoted code terms in BIO form; question
+answering: SQuAD JSON whose answers are at their offsets."""
 
 import collections
 import csv
+import json
 
-from bert_tf.data import builtin_task
+import pytest
+
+from bert_tf.data import builtin_answering, builtin_tagging, builtin_task, builtin_tasks
+from bert_tf.errors import UserError
+from bert_tf.finetune import squad, tagging
 
 
 def read(path):
@@ -13,18 +20,21 @@ def read(path):
 
 
 def test_files_have_a_header_and_two_columns(tmp_path):
-  train_path, dev_path = builtin_task.task_files(str(tmp_path))
+  train_path, dev_path = builtin_tasks.task_files("builtin", str(tmp_path))
   for path in (train_path, dev_path):
     rows = read(path)
     assert rows[0] == ["text", "label"]
     assert all(len(row) == 2 and row[0] and row[1] for row in rows[1:])
-  assert builtin_task.resolve("builtin", str(tmp_path), "train") == train_path
-  assert builtin_task.resolve("builtin", str(tmp_path), "dev") == dev_path
-  assert builtin_task.resolve("mine.tsv", str(tmp_path), "dev") == "mine.tsv"
+  assert builtin_tasks.resolve("builtin", str(tmp_path), "train", "classify") == train_path
+  assert builtin_tasks.resolve("builtin", str(tmp_path), "dev", "classify") == dev_path
+  assert builtin_tasks.resolve("mine.tsv", str(tmp_path), "dev", "classify") == "mine.tsv"
+  with pytest.raises(UserError, match=r"^builtin_tag is the built-in tag task, not a classify "
+                     r"task: use --task=tag \(the built-in classify task is builtin\)$"):
+    builtin_tasks.resolve("builtin_tag", str(tmp_path), "train", "classify")
 
 
 def test_classes_splits_and_sizes(tmp_path):
-  train, dev = (read(path)[1:] for path in builtin_task.task_files(str(tmp_path)))
+  train, dev = (read(path)[1:] for path in builtin_tasks.task_files("builtin", str(tmp_path)))
   train_counts = collections.Counter(label for _, label in train)
   dev_counts = collections.Counter(label for _, label in dev)
   assert len(train_counts) == builtin_task.NUM_CLASSES == len(dev_counts)
@@ -39,8 +49,55 @@ def test_classes_splits_and_sizes(tmp_path):
   assert all(len(text.split()) >= builtin_task.MIN_WORDS for text, _ in train + dev)
 
 
-def test_same_examples_on_every_call(tmp_path):
-  assert builtin_task.examples() == builtin_task.examples()
-  first = [open(p).read() for p in builtin_task.task_files(str(tmp_path / "a"))]
-  second = [open(p).read() for p in builtin_task.task_files(str(tmp_path / "b"))]
+@pytest.mark.parametrize("name", sorted(builtin_tasks.TASKS))
+def test_same_files_on_every_call(tmp_path, name):
+  assert builtin_tasks.TASKS[name].examples() == builtin_tasks.TASKS[name].examples()
+  first = [open(p).read() for p in builtin_tasks.task_files(name, str(tmp_path / "a"))]
+  second = [open(p).read() for p in builtin_tasks.task_files(name, str(tmp_path / "b"))]
   assert first == second
+  assert builtin_tasks.kind_of(name) == builtin_tasks.TASKS[name].KIND
+
+
+def test_tagging_files_are_bio_and_tag_quoted_terms(tmp_path):
+  train_path, dev_path = builtin_tasks.task_files("builtin_tag", str(tmp_path))
+  assert train_path.endswith("builtin_tag/train.conll")
+  train, dev, tags = tagging.read_tagging_task(train_path, dev_path)  # every line checked
+  assert tags == ["B-CODE", "B-EXCEPTION", "B-KEYWORD", "I-CODE", "O"]
+  assert len(train) >= 500 and len(dev) >= 120
+  assert not {" ".join(w) for w in train.words} & {" ".join(w) for w in dev.words}
+  for sentence_tags in train.tags + dev.tags:  # an I- only continues its own type
+    for before, tag in zip(["O", *sentence_tags], sentence_tags):
+      assert not tag.startswith("I-") or before[2:] == tag[2:]
+  assert all(len(words) <= builtin_tagging.MAX_WORDS for words in train.words + dev.words)
+  # Entities are a small share of the words, but every dev file has some of each type.
+  dev_counts = collections.Counter(tag for sentence in dev.tags for tag in sentence)
+  assert all(dev_counts[f"B-{kind}"] >= 5 for kind in builtin_tagging.TYPES)
+  assert builtin_tagging.tagged_words('The "if" statement; if "x.y()" raises "KeyError".') == (
+      ["The", '"', "if", '"', "statement", ";", "if", '"', "x", ".", "y", "(", ")", '"',
+       "raises", '"', "KeyError", '"', "."],
+      ["O", "O", "B-KEYWORD", "O", "O", "O", "O", "O", "B-CODE", "I-CODE", "I-CODE", "I-CODE",
+       "I-CODE", "O", "O", "O", "B-EXCEPTION", "O", "O"])
+
+
+def test_answering_files_are_squad_with_answers_at_their_offsets(tmp_path):
+  train_path, dev_path = builtin_tasks.task_files("builtin_answer", str(tmp_path))
+  train, dev = (squad.read_squad(path) for path in (train_path, dev_path))  # offsets checked
+  assert len(train) >= 600 and len(dev) >= 150 and not train.has_unanswerable
+  assert not set(train.contexts) & set(dev.contexts)
+  with open(dev_path) as f:
+    paragraphs = json.load(f)["data"][0]["paragraphs"]
+  for paragraph in paragraphs:
+    for qa in paragraph["qas"]:
+      (answer,) = qa["answers"]
+      start = answer["answer_start"]
+      assert paragraph["context"][start:start + len(answer["text"])] == answer["text"]
+      # The question is a sentence of the context with its answer (quoted) put as "what".
+      before, after = qa["question"].split("what", 1) if "what" in qa["question"] else ("", "")
+      assert f'{before}"{answer["text"]}"{after}' in paragraph["context"] or (
+          qa["question"].count("what") > 1)
+  assert builtin_answering.paragraph(['Use "pass" here.', 'Then "x".'], 7) == {
+      "context": 'Use "pass" here. Then "x".',
+      "qas": [{"id": "builtin-7-0", "question": "Use what here.",
+               "answers": [{"text": "pass", "answer_start": 5}]},
+              {"id": "builtin-7-1", "question": "Then what.",
+               "answers": [{"text": "x", "answer_start": 23}]}]}

@@ -300,6 +300,9 @@ def test_each_kind_checks_its_files_before_anything_trains(files, tmp_path):
       (dict(task="answer", seq_length=32, max_query_length=8, doc_stride=21),
        "--doc_stride 21 must be smaller than the room left for the context (21 tokens: "
        "--seq_length 32 - --max_query_length 8 - 3)"),
+      (dict(task="regress", train_file="builtin_answer", dev_file="builtin_answer"),
+       "builtin_answer is the built-in answer task, not a regress task: use --task=answer "
+       "(there is no built-in regress task)"),
   ]
   for settings, message in cases:
     task = settings["task"]

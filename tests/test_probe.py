@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data import builtin_task, builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.finetune.model import load_pretrained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.train_settings import TrainConfig
+from bert_tf.training.train_settings import PROBE_FIGURES, TrainConfig
 from bert_tf.training.trainer import train
 from bert_tf.training.watching import probe
 
@@ -32,6 +34,40 @@ def test_a_probe_file_without_its_column_is_one_user_error(data_dir):
   with pytest.raises(UserError, match="has no column topic"):
     probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file="builtin",
                                   probe_dev_file="builtin", probe_label_column="topic"))
+
+
+def regression_files(directory) -> tuple[str, str]:
+  """A small regression task: a sentence's number of words, from the built-in task's."""
+  paths = []
+  for name, rows in zip(("train.tsv", "dev.tsv"), builtin_task.examples()):
+    paths.append(os.path.join(directory, name))
+    with open(paths[-1], "w") as f:
+      f.write("text\tlabel\n" + "".join(f"{text}\t{len(text.split())}\n"
+                                         for text, _ in rows[:96]))
+  return tuple(paths)
+
+
+@pytest.mark.e2e
+def test_the_probe_of_each_kind_reads_its_kind_and_returns_its_figures(
+    data_dir, model_dir, tmp_path):
+  regress_train, regress_dev = regression_files(tmp_path)
+  tag_train, tag_dev = builtin_tasks.task_files("builtin_tag", data_dir)
+  encoder = load_pretrained(model_dir).encoder
+  vocabulary = Vocabulary(os.path.join(model_dir, "vocab.txt"))
+  # Classification's probe is run by the test below.
+  assert probe.probe_kind(TrainConfig(probe_train_file="builtin")) == "classify"
+  for files, task, kind in [((regress_train, regress_dev), "regress", "regress"),
+                            ((tag_train, tag_dev), "", "tag"),  # read from the file
+                            (("builtin_answer",) * 2, "", "answer")]:
+    config = TrainConfig(data_dir=data_dir, probe_train_file=files[0], probe_dev_file=files[1],
+                         probe_task=task, probe_steps=2, seq_length=32)
+    assert probe.probe_kind(config) == kind
+    figures = probe.Probe(config, vocabulary).scores(encoder)
+    figure = PROBE_FIGURES[kind]
+    assert set(figures) == {f"probe_{figure}", f"probe_random_{figure}"}, kind
+    assert all(-1 <= value <= 1 for value in figures.values()), (kind, figures)
+  json_config = TrainConfig(probe_train_file=str(tmp_path / "squad.json"), probe_dev_file="x")
+  assert probe.probe_kind(json_config) == "answer"
 
 
 def keras_models() -> int:
@@ -58,7 +94,7 @@ def test_probe_restores_random_states_frees_its_models_and_repeats(data_dir, voc
   np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
   assert set(first) == {"probe_accuracy", "probe_random_accuracy"}
   assert all(0 <= value <= 1 for value in first.values())
-  assert the_probe.accuracies(model.get_layer("bert_encoder")) == first  # the same seed
+  assert the_probe.scores(model.get_layer("bert_encoder")) == first  # the same seed
 
 
 def weights(model_dir):

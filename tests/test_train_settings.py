@@ -23,6 +23,8 @@ from bert_tf.training.train_settings import TrainConfig
     (dict(probe_train_file="builtin"), "give both --probe_train_file and --probe_dev_file"),
     (dict(probe_train_file="builtin", probe_dev_file="builtin", probe_steps=0),
      "probe_steps 0 must be positive"),
+    (dict(probe_train_file="builtin", probe_dev_file="builtin", probe_task="ner"),
+     "unknown probe_task 'ner': use one of '', classify, regress, tag, answer"),
 ])
 def test_settings_that_could_only_fail_are_one_line(changes, message):
   with pytest.raises(UserError, match=message):

@@ -1,11 +1,13 @@
 """benchmarks/transfer_transformers.py: transformers' BertForSequenceClassification fine-tuned
 from our Hugging Face export on GLUE-style TSV files, tiny and for a few steps."""
 
+import argparse
 import importlib.util
 import os
 
 import pytest
 
+from bert_tf.data import builtin_task
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
@@ -81,3 +83,31 @@ def test_bad_files_are_one_line_errors(hf_dir, files, tmp_path):
   with pytest.raises(ValueError, match="has labels the training file does not: maybe$"):
     transfer_transformers.finetune_transformers(hf_dir, train, odd,
                                                 text_columns=("sentence1", "sentence2"))
+
+
+_transfer_spec = importlib.util.spec_from_file_location(
+    "transfer", os.path.join(ROOT, "benchmarks", "transfer.py"))
+transfer = importlib.util.module_from_spec(_transfer_spec)
+_transfer_spec.loader.exec_module(transfer)
+
+
+@pytest.mark.e2e
+def test_the_transfer_benchmark_scores_every_other_kind_on_each_side(
+    model_dir, data_dir, tmp_path, monkeypatch):
+  """benchmarks/transfer.py --task=regress, tag and answer (the built-in tasks; regression on
+  a small TSV), one epoch of a tiny encoder: transformers' gives the kind's figure, as ours
+  does (ours once: it is `finetune` on the same settings for every kind)."""
+  monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))  # transfer_transformers
+  rows = [(text, str(len(text.split()))) for text, _ in builtin_task.examples()[0][:96]]
+  regress = (write_tsv(tmp_path / "train.tsv", rows[:64], ("text", "label")),
+             write_tsv(tmp_path / "dev.tsv", rows[64:], ("text", "label")))
+  for task, files, seq_length in (("regress", regress, 32), ("tag", ("builtin_tag",) * 2, 32),
+                                  ("answer", ("builtin_answer",) * 2, 64)):
+    args = argparse.Namespace(
+        model_dir=model_dir, task=task, train_file=files[0], dev_file=files[1],
+        data_dir=data_dir, text_columns="text", label_column="label", epochs=1,
+        learning_rate=1e-3, batch_size=64, seq_length=seq_length, max_query_length=16,
+        doc_stride=32)
+    for name in ("ours", "transformers") if task == "regress" else ("transformers",):
+      figure = transfer.CONTENDERS[name](args, 0, str(tmp_path))  # one export, in tmp_path/hf
+      assert -1 <= figure <= 1, (task, name, figure)

@@ -7,26 +7,24 @@ one of their prose sentences of at least `MIN_WORDS` words, each sentence once, 
 two of the topics share. Every `DEV_EVERY`-th sentence of a
 topic goes to the dev file, the others to the training file: both files draw on the whole of
 each topic, and no sentence is in both. Written as GLUE-style TSV (a header row, columns `text`
-and `label`) under the data directory on first use.
+and `label`) under the data directory on first use (`builtin_tasks`).
 """
 
 import collections
-import os
 from pydoc_data import topics as pydoc_topics
 
-import tensorflow as tf
-
-from bert_tf import files
 from bert_tf.data.builtin_corpus import topic_sentences
 
 NAME = "builtin"  # what --train_file, --dev_file and their probe_ forms take for this task
+KIND = "classify"
+SUFFIX = ".tsv"
 NUM_CLASSES = 4
 MIN_WORDS = 6
 DEV_EVERY = 5
 TEXT_COLUMN, LABEL_COLUMN = "text", "label"
 
 
-def _prose(sentence: str) -> bool:
+def prose(sentence: str) -> bool:
   """A sentence of words, not a grammar rule, a code line or a table row."""
   return (len(sentence.split()) >= MIN_WORDS and sentence[0].isupper()
           and "\t" not in sentence and " | " not in sentence and "::=" not in sentence)
@@ -35,7 +33,7 @@ def _prose(sentence: str) -> bool:
 def examples() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
   """(train, dev) lists of (sentence, topic) pairs, the same on every call."""
   # Each sentence once (the reference repeats some): none is in both files or in two classes.
-  sentences = {name: list(dict.fromkeys(s for s in topic_sentences(text) if _prose(s)))
+  sentences = {name: list(dict.fromkeys(s for s in topic_sentences(text) if prose(s)))
                for name, text in pydoc_topics.topics.items()}
   chosen = sorted(sentences, key=lambda name: (-len(sentences[name]), name))[:NUM_CLASSES]
   seen = collections.Counter(s for name in chosen for s in sentences[name])
@@ -51,23 +49,6 @@ def _tsv(rows: list[tuple[str, str]]) -> str:
                  [(TEXT_COLUMN, LABEL_COLUMN), *rows])
 
 
-def task_files(data_dir: str) -> tuple[str, str]:
-  """The paths of the task's `train.tsv` and `dev.tsv` under `data_dir`, written when first
-  needed (atomically, so that concurrent first uses do not collide)."""
-  directory = os.path.join(data_dir, "builtin_task")
-  paths = (os.path.join(directory, "train.tsv"), os.path.join(directory, "dev.tsv"))
-  if not all(tf.io.gfile.exists(path) for path in paths):
-    tf.io.gfile.makedirs(directory)
-    for path, rows in zip(paths, examples()):
-      files.write_text(path, _tsv(rows))
-  return paths
-
-
-SPLITS = ("train", "dev")
-
-
-def resolve(path: str, data_dir: str, split: str) -> str:
-  """`path`, or the task's file of `split` ("train" or "dev") when `path` is `builtin`."""
-  if split not in SPLITS:
-    raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
-  return task_files(data_dir)[SPLITS.index(split)] if path == NAME else path
+def texts() -> tuple[str, str]:
+  """The training and dev files' texts."""
+  return tuple(_tsv(rows) for rows in examples())

@@ -40,7 +40,7 @@ class TextConfig:
 class DataDirConfig:
   """Where built-in data is written."""
 
-  data_dir: str = setting("data", "Where the built-in corpus and the built-in task are "
+  data_dir: str = setting("data", "Where the built-in corpus and the built-in tasks are "
                           "written.", change=NOTED)
 
 

@@ -29,10 +29,11 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
       "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.",
       change=NOTED)
   train_file: str = setting("", "Training file: a TSV with a header row (classify, regress), "
-                            "CoNLL-style (tag), SQuAD JSON (answer); or `builtin` for the "
-                            "built-in classification task.", change=STREAM)
+                            "CoNLL-style (tag), SQuAD JSON (answer); or a built-in task: "
+                            "`builtin` (classify), `builtin_tag` (tag), `builtin_answer` "
+                            "(answer).", change=STREAM)
   dev_file: str = setting("", "Dev file, of the training file's kind, scored after each epoch; "
-                          "or `builtin`.", change=NOTED)
+                          "or the training file's built-in task.", change=NOTED)
   output_dir: str = setting("", "Where metrics.json, task.json, the best epoch's "
                             "model.weights.h5, logs/ and export/ go.", change=NOTED)
   epochs: int = setting(3, "Passes over the training file.", change=NOTED)

@@ -45,11 +45,16 @@ class Sentences:
     return len(self.words)
 
 
-def _fields(line: str) -> list[str]:
+def line_fields(line: str) -> list[str]:
   """A line's columns: split at tabs when it has any, else at runs of spaces."""
   if "\t" in line:
     return [field.strip() for field in line.split("\t") if field.strip()]
   return line.split()
+
+
+def is_tag(text: str) -> bool:
+  """Whether `text` is a tag in BIO form: `O`, `B-TYPE` or `I-TYPE`."""
+  return bool(_TAG.fullmatch(text))
 
 
 def read_sentences(path: str, flag: str = "--train_file") -> Sentences:
@@ -57,7 +62,7 @@ def read_sentences(path: str, flag: str = "--train_file") -> Sentences:
   a tag or a tag that is not `O`, `B-TYPE` or `I-TYPE`."""
   words, tags, sentence_words, sentence_tags = [], [], [], []
   for number, line in enumerate(read_text(path, flag).splitlines(), start=1):
-    fields = _fields(line)
+    fields = line_fields(line)
     if fields and fields[0] == _DOCUMENT_START:
       continue
     if not fields:
@@ -69,7 +74,7 @@ def read_sentences(path: str, flag: str = "--train_file") -> Sentences:
     if len(fields) < 2:
       raise UserError(f"{path}:{number}: {line.strip()!r} has no tag (a line is a word and "
                       "its tag, the tag last)")
-    if not _TAG.fullmatch(fields[-1]):
+    if not is_tag(fields[-1]):
       raise UserError(f"{path}:{number}: tag {fields[-1]!r} is not in BIO form (O, B-TYPE or "
                       "I-TYPE)")
     sentence_words.append(fields[0])

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import builtin_task
+from bert_tf.data import builtin_tasks
 from bert_tf.errors import UserError
 from bert_tf.finetune import (
   batches,
@@ -59,9 +59,9 @@ def without_pooler_training(encoder: keras.Model) -> keras.Model:
 
 
 class TaskKind:
-  """What every kind has: its files read (`train`, `dev`), its labels (`labels`: classes or
-  tags, else none), whether an example is a pair of texts, and the dev figures that rank
-  epochs (`ranking`)."""
+  """What every kind has: its files (`train_file`, `dev_file`, a built-in task's when named)
+  read (`train`, `dev`), its labels (`labels`: classes or tags, else none), whether an
+  example is a pair of texts, and the dev figures that rank epochs (`ranking`)."""
 
   name = ""
   labels: list[str] = []
@@ -70,6 +70,10 @@ class TaskKind:
 
   def __init__(self, config: FinetuneConfig):
     self.config = config
+    # A built-in task's name stands for its files (`builtin_tasks`).
+    self.train_file, self.dev_file = (
+        builtin_tasks.resolve(path, config.data_dir, split, self.name)
+        for path, split in ((config.train_file, "train"), (config.dev_file, "dev")))
 
   def rank(self, figures: dict) -> tuple:
     """An epoch's figures as a key: the epoch kept has the greatest."""
@@ -95,17 +99,16 @@ class TaskKind:
 # === Classification and regression: texts or pairs in a TSV ===
 
 
-def text_splits(config: FinetuneConfig) -> tuple:
+def text_splits(config: FinetuneConfig, train_file: str, dev_file: str) -> tuple:
   """(GLUE task or None, training set, {dev set's name: examples}) of a TSV task: a GLUE
-  task's files as it ships them (`--glue_task`; MNLI has two dev sets), else `--train_file`
-  and `--dev_file` (the one dev set named "") by the column flags."""
+  task's files as it ships them (`--glue_task`; MNLI has two dev sets), else `train_file`
+  and `dev_file` (the one dev set named "") by the column flags."""
   if config.glue_task:
     glue = glue_tasks.glue_task(config.glue_task)
     return (glue, *glue_reading.read_splits(glue, config.glue_dir))
   columns = data.column_names(config.text_columns)
-  train, dev = (data.read_examples(builtin_task.resolve(path, config.data_dir, split), columns,
-                                   config.label_column, header=not config.no_header)
-                for path, split in ((config.train_file, "train"), (config.dev_file, "dev")))
+  train, dev = (data.read_examples(path, columns, config.label_column, header=not config.no_header)
+                for path in (train_file, dev_file))
   return None, train, {"": dev}
 
 
@@ -116,7 +119,7 @@ class TextTask(TaskKind):
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
-    self.glue, self.train, self.dev_sets = text_splits(config)
+    self.glue, self.train, self.dev_sets = text_splits(config, self.train_file, self.dev_file)
     self.dev = next(iter(self.dev_sets.values()))  # the kind's own figures are the first's
     self.pair = len(self.train.texts) == 2
     if self.glue:
@@ -242,8 +245,8 @@ class Tagging(TaskKind):
 
   def __init__(self, config: FinetuneConfig):
     super().__init__(config)
-    self.train, self.dev, self.labels = tagging.read_tagging_task(config.train_file,
-                                                                  config.dev_file)
+    self.train, self.dev, self.labels = tagging.read_tagging_task(self.train_file,
+                                                                  self.dev_file)
 
   def encode(self, pretrained: Pretrained) -> None:
     self.train_features, self.dev_features = (
@@ -303,8 +306,8 @@ class Answering(TaskKind):
     super().__init__(config)
     squad.check_windows(seq_length=config.seq_length, doc_stride=config.doc_stride,
                         max_query_length=config.max_query_length)
-    self.train = squad.read_squad(config.train_file, "--train_file")
-    self.dev = squad.read_squad(config.dev_file, "--dev_file")
+    self.train = squad.read_squad(self.train_file, "--train_file")
+    self.dev = squad.read_squad(self.dev_file, "--dev_file")
     self.version_2_with_negative = (config.version_2_with_negative or
                                     self.train.has_unanswerable or self.dev.has_unanswerable)
 

@@ -18,6 +18,10 @@ from bert_tf.settings import NOTED, STREAM, setting
 
 ON_NAN = ("stop", "rollback")
 MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
+# The dev figure the probe reports for each of fine-tuning's task kinds, as `probe_<figure>`
+# and `probe_random_<figure>` (pre-training's settings do not import fine-tuning's).
+PROBE_FIGURES = {"classify": "accuracy", "regress": "pearson", "tag": "entity_f1",
+                 "answer": "f1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +32,17 @@ class ProbeConfig:
   """
 
   probe_train_file: str = setting(
-      "", "The probe's training TSV (a header row; --probe_text_columns, --probe_label_column), "
-      "or `builtin` for the built-in task. Empty: no probe.", change=NOTED)
-  probe_dev_file: str = setting("", "The probe's dev TSV, or `builtin`.", change=NOTED)
+      "", "The probe's training file, of any task kind (--probe_task): a TSV with a header row "
+      "(--probe_text_columns, --probe_label_column), CoNLL-style or SQuAD JSON; or a built-in "
+      "task: `builtin` (classify), `builtin_tag` (tag), `builtin_answer` (answer). Empty: no "
+      "probe.", change=NOTED)
+  probe_dev_file: str = setting("", "The probe's dev file, of the training file's kind, or the "
+                                "training file's built-in task.", change=NOTED)
+  probe_task: str = setting(
+      "", "The probe's task kind: classify, regress, tag or answer (as fine-tuning's --task). "
+      "Empty: read from --probe_train_file (a built-in task's kind; answer for .json; tag for "
+      "a file whose first line ends in a BIO tag; else classify).", choices=("", *PROBE_FIGURES),
+      change=NOTED)
   probe_text_columns: str = setting(
       "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`).",
       change=NOTED)

@@ -12,7 +12,8 @@ to:
   `TrainingCurves` callback writes the file after this one's `on_epoch_end`);
 - the console, as one line.
 With a probe (`probe.py`), each evaluation also fine-tunes a copy of the encoder on the probe's
-task: `probe_accuracy` goes with the held-out figures (and alone, without held-out data).
+task: its figure (`probe_accuracy`, ...) goes with the held-out figures (and alone, without
+held-out data).
 """
 
 import collections
@@ -75,7 +76,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     self.make_dataset = make_dataset  # the held-out batches, the same on each call; or None
     self._dataset = None  # made at the first evaluation, read again at each (the same batches)
     self._latest = None  # (step, results) of the latest evaluation
-    self.probe = probe  # model -> {"probe_accuracy": ...}, or None
+    self.probe = probe  # model -> {"probe_accuracy": ...} (or the kind's figure), or None
     self.steps = steps
     self.every = every
     self.train_steps = train_steps

@@ -1,12 +1,14 @@
 """The probe (--probe_train_file, --probe_dev_file): at each held-out evaluation, a copy of the
-encoder as it is now is fine-tuned for --probe_steps on a labelled task and scored on its dev
-file, so that a run shows whether its encoder is becoming useful, not only its MLM loss.
+encoder as it is now is fine-tuned for --probe_steps on a labelled task of any of fine-tuning's
+kinds (--probe_task, or read from the files) and scored on its dev file, so that a run shows
+whether its encoder is becoming useful, not only its MLM loss.
 
 The probe leaves the run as it was: it reads the encoder's weights and writes none, reads
 nothing of the training stream, and runs under its own seed with Python's and numpy's random
 states put back afterwards (Keras draws the seeds of new layers from Python's). Its models are
 dropped and collected after each use. The same probe on the random weights of the same shape
-is measured once, for comparison (`probe_random_accuracy`). docs/finetuning.md.
+is measured once, for comparison (`probe_random_accuracy`, or the kind's figure).
+docs/finetuning.md.
 """
 
 import contextlib
@@ -19,16 +21,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import builtin_task
+from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune import data, metrics
-from bert_tf.finetune.model import classifier_model, compile_classifier
-from bert_tf.finetune.tasks import predicted_classes
+from bert_tf.finetune import tagging
+from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.finetune.model import Pretrained, compile_task_model
+from bert_tf.finetune.task_files import read_text
+from bert_tf.finetune.tasks import TaskKind, task_kind
+from bert_tf.training.train_settings import PROBE_FIGURES
 
 log = logging.getLogger("bert_tf")
 
 BATCH_SIZE = 32
 MAX_SEQ_LENGTH = 64  # the probe's texts are cut here (or at --seq_length, if shorter)
+ANSWER_SEQ_LENGTH = 128  # a question and its context's window, together
 # Higher than BERT's 5e-5: the probe has a few hundred steps, not epochs; for a small encoder
 # this is its best rate (docs/finetuning.md).
 LEARNING_RATE = 1e-3
@@ -38,15 +44,41 @@ def has_probe(config) -> bool:
   return bool(config.probe_train_file or config.probe_dev_file)
 
 
-def _task(config):
-  return data.read_task(builtin_task.resolve(config.probe_train_file, config.data_dir, "train"),
-                        builtin_task.resolve(config.probe_dev_file, config.data_dir, "dev"),
-                        config.probe_text_columns, config.probe_label_column)
+def probe_kind(config) -> str:
+  """--probe_task, else the kind the training file shows: a built-in task's own, answer for
+  JSON, tag for a CoNLL-style file (its first line ends in a BIO tag), else classify."""
+  path = config.probe_train_file
+  if config.probe_task or builtin_tasks.kind_of(path):
+    return config.probe_task or builtin_tasks.kind_of(path)
+  if path.lower().endswith(".json"):
+    return "answer"
+  first = next((line for line in read_text(path, "--probe_train_file").splitlines()
+                if line.strip() and not line.startswith("-DOCSTART-")), "")
+  fields = tagging.line_fields(first)
+  return "tag" if len(fields) >= 2 and tagging.is_tag(fields[-1]) else "classify"
+
+
+def finetune_config(config) -> FinetuneConfig:
+  """The probe's task as fine-tuning settings: its files, columns and kind, sequences cut
+  short (question answering's windows at `ANSWER_SEQ_LENGTH`, a third for the question, the
+  next window starting half a window on)."""
+  kind = probe_kind(config)
+  seq_length = min(ANSWER_SEQ_LENGTH if kind == "answer" else MAX_SEQ_LENGTH, config.seq_length)
+  query_length = seq_length // 3
+  return FinetuneConfig(
+      task=kind, train_file=config.probe_train_file, dev_file=config.probe_dev_file,
+      text_columns=config.probe_text_columns, label_column=config.probe_label_column,
+      data_dir=config.data_dir, seed=config.seed, seq_length=seq_length,
+      max_query_length=query_length, doc_stride=max(1, (seq_length - query_length - 3) // 2))
+
+
+def _task(config) -> TaskKind:
+  return task_kind(finetune_config(config))
 
 
 def check_probe(config) -> None:
-  """The probe's files (if any) readable, with their columns and labels (its settings are
-  checked by `TrainConfig.check`)."""
+  """The probe's files (if any) readable, of their kind, with their columns and labels (its
+  settings are checked by `TrainConfig.check`)."""
   if has_probe(config):
     _task(config)
 
@@ -64,27 +96,20 @@ def own_random_state(seed: int):
     np.random.set_state(numpy_state)
 
 
-def _tokenized(examples: data.Examples, classes: list[str],
-               text_encoder: data.TextEncoder) -> tuple[dict, np.ndarray]:
-  """The examples' features and label ids, computed once: each probe trains on the same."""
-  features = text_encoder.features(*[tf.constant(texts) for texts in examples.texts])
-  return ({name: value.numpy() for name, value in features.items()},
-          np.array([classes.index(label) for label in examples.labels], np.int32))
-
-
 class Probe:
-  """`probe(model)` -> {"probe_accuracy", "probe_random_accuracy"} for a pre-training model
-  (its `bert_encoder` layer); the same figures again at the same optimizer step."""
+  """`probe(model)` -> {"probe_<figure>", "probe_random_<figure>"} for a pre-training model
+  (its `bert_encoder` layer), the figure the task kind's (`PROBE_FIGURES`: accuracy, Pearson,
+  entity F1 or answer F1); the same figures again at the same optimizer step."""
 
   def __init__(self, config, vocabulary: Vocabulary):
-    train, dev, self.classes = _task(config)
-    text_encoder = data.TextEncoder(vocabulary, lower_case=config.do_lower_case,
-                                    seq_length=min(MAX_SEQ_LENGTH, config.seq_length))
-    self.train = _tokenized(train, self.classes, text_encoder)
-    self.dev = _tokenized(dev, self.classes, text_encoder)
+    self.task = _task(config)
+    # The features, made once. Encoding reads no weights, only the vocabulary and case.
+    self.task.encode(Pretrained(None, None, vocabulary, config.do_lower_case))
+    self.figure = PROBE_FIGURES[self.task.name]
     self.steps = config.probe_steps
     self.seed = config.seed
-    self._random_accuracy = None
+    self.train_batches = self._train_batches()
+    self._random_figure = None
     self._last = (None, None)  # (step, figures)
     self.seconds = 0.0  # spent probing, in all
 
@@ -93,41 +118,48 @@ class Probe:
     step = int(optimizer.iterations.numpy()) if optimizer else None
     if step is None or self._last[0] != step:
       start = time.perf_counter()
-      figures = self.accuracies(model.get_layer("bert_encoder"))
+      figures = self.scores(model.get_layer("bert_encoder"))
       self.seconds += time.perf_counter() - start
-      log.info("probe: dev accuracy %.4f (random weights: %.4f), %.1f s of probing so far",
-               figures["probe_accuracy"], figures["probe_random_accuracy"], self.seconds)
+      log.info("probe (%s): dev %s %.4f (random weights: %.4f), %.1f s of probing so far",
+               self.task.name, self.figure.replace("_", " "), figures[f"probe_{self.figure}"],
+               figures[f"probe_random_{self.figure}"], self.seconds)
       self._last = (step, figures)
     return dict(self._last[1])
 
-  def accuracies(self, encoder: keras.Model) -> dict:
-    """Dev accuracy after fine-tuning a copy of `encoder`, and (the first time) after the
-    same from random weights of its shape. One classifier serves both, its training step
+  def scores(self, encoder: keras.Model) -> dict:
+    """The dev figure after fine-tuning a copy of `encoder`, and (the first time) after the
+    same from random weights of its shape. One task model serves both, its training step
     traced once: tracing costs more than the steps."""
     with own_random_state(self.seed):
       copy = keras.models.clone_model(encoder)  # new layers, new (seeded) initial weights
-      classifier = compile_classifier(
-          classifier_model(copy, len(self.classes)),
+      model = compile_task_model(
+          self.task.head(copy, len(self.task.labels), 0.02), self.task.loss(),
           learning_rate=LEARNING_RATE, train_steps=self.steps, warmup_steps=self.steps // 10)
-      initial = classifier.get_weights()  # random encoder, new head
-      if self._random_accuracy is None:
-        self._random_accuracy = self._fine_tuned_accuracy(classifier)
-        classifier.set_weights(initial)
-        for variable in classifier.optimizer.variables:  # its step and moments to 0
+      initial = model.get_weights()  # random encoder, new head
+      if self._random_figure is None:
+        self._random_figure = self._fine_tuned_figure(model)
+        model.set_weights(initial)
+        for variable in model.optimizer.variables:  # its step and moments to 0
           variable.assign(tf.zeros_like(variable))
       copy.set_weights(encoder.get_weights())
-      accuracy = self._fine_tuned_accuracy(classifier)
-    del copy, classifier, initial
+      figure = self._fine_tuned_figure(model)
+    del copy, model, initial
     gc.collect()
-    return {"probe_accuracy": accuracy, "probe_random_accuracy": self._random_accuracy}
+    return {f"probe_{self.figure}": figure, f"probe_random_{self.figure}": self._random_figure}
 
-  def _fine_tuned_accuracy(self, classifier: keras.Model) -> float:
-    train = tf.data.Dataset.from_tensor_slices(self.train).shuffle(
-        len(self.train[1]), seed=self.seed).batch(BATCH_SIZE).repeat()
-    classifier.fit(train, steps_per_epoch=self.steps, epochs=1, verbose=0)
-    dev = tf.data.Dataset.from_tensor_slices(self.dev).batch(64)
-    labels, predictions = predicted_classes(classifier, dev)
-    return metrics.accuracy(labels, predictions)
+  def _train_batches(self) -> tf.data.Dataset:
+    """`steps` batches of the training rows, shuffled anew each pass over them; made once
+    and kept after their first pass (each probe trains on the same)."""
+    rows, needed = self.task.train_rows, self.steps * BATCH_SIZE
+    shuffled = np.random.default_rng(self.seed)
+    order = np.concatenate([shuffled.permutation(rows) for _ in range(-(-needed // rows))])
+    return self.task.train_batches(BATCH_SIZE, order[:needed]).cache()
+
+  def _fine_tuned_figure(self, model: keras.Model) -> float:
+    """`model` trained on the probe's batches, then scored on the dev file."""
+    model.fit(self.train_batches, epochs=1, verbose=0, shuffle=False)  # shuffled by the order
+    figures, _ = self.task.evaluate(model)
+    return figures[f"dev_{self.figure}"]
 
 
 def for_run(config, vocabulary: Vocabulary) -> Probe | None:

@@ -4,6 +4,13 @@ import json
 
 import tensorflow as tf
 
+from bert_tf.training.train_settings import PROBE_FIGURES
+
+
+def probe_figure(record: dict) -> str | None:
+  """The figure a record's probe reports (`accuracy`, `f1`, ...), or None without one."""
+  return next((name for name in PROBE_FIGURES.values() if f"probe_{name}" in record), None)
+
 
 def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> None:
   """Draws losses and accuracies against optimizer steps from `history.jsonl`: training's
@@ -26,11 +33,13 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
       if held_out:
         axes.plot(*zip(*held_out), color=line.get_color(), linestyle="--", marker=".",
                   label=f"{name} (held out)")
-  probe = [r for r in records if "probe_accuracy" in r]
+  probe = [r for r in records if probe_figure(r)]
   if probe:
-    (line,) = accuracies.plot([r["step"] for r in probe], [r["probe_accuracy"] for r in probe],
-                              linestyle="--", marker="o", label="probe (dev accuracy)")
-    accuracies.axhline(probe[-1]["probe_random_accuracy"], color=line.get_color(),
+    name = probe_figure(probe[-1])
+    (line,) = accuracies.plot([r["step"] for r in probe], [r[f"probe_{name}"] for r in probe],
+                              linestyle="--", marker="o",
+                              label=f"probe (dev {name.replace('_', ' ')})")
+    accuracies.axhline(probe[-1][f"probe_random_{name}"], color=line.get_color(),
                        linestyle=":", label="probe on random weights")
   accuracies.axhline(baseline_accuracy, color="gray", linestyle=":",
                      label="most frequent token")
@@ -63,7 +72,7 @@ def summary(metrics: dict) -> str:
       *([f"Held out: MLM accuracy {metrics['eval_mlm_accuracy']:.3f}, MLM loss "
          f"{metrics['eval_mlm_loss']:.3f}; NSP accuracy {metrics['eval_nsp_accuracy']:.3f}, "
          f"NSP loss {metrics['eval_nsp_loss']:.3f}."] if "eval_mlm_loss" in metrics else []),
-      *([f"Probe: dev accuracy {metrics['probe_accuracy']:.3f} after fine-tuning a copy of "
-         f"the encoder (the same on random weights: {metrics['probe_random_accuracy']:.3f})."]
-        if "probe_accuracy" in metrics else []),
+      *[f"Probe: dev {name.replace('_', ' ')} {metrics[f'probe_{name}']:.3f} after "
+        f"fine-tuning a copy of the encoder (the same on random weights: "
+        f"{metrics[f'probe_random_{name}']:.3f})." for name in [probe_figure(metrics)] if name],
   ])
