@@ -3,7 +3,8 @@
 
 Takes `train.py`'s corpus, pipeline and seed flags, so the records hold exactly the examples
 a one-pipeline training run of those settings reads in its first `--dupe_factor` epochs
-(each epoch paired and masked afresh), in original BERT's format (`bert_tf.data.records`):
+(each epoch paired and masked afresh), in the order it reads them (one file, read with
+`--noshuffle_records`, gives that run's batches), in original BERT's format (`bert_tf.data.records`):
 readable by google-research/bert's `run_pretraining.py` and by `records_dataset`. Examples
 stream from the pipeline (parallel over the cores) to the files, dealt in turn, so memory does
 not grow with the corpus. The directory appears complete or not at all.
