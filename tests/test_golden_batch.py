@@ -162,7 +162,7 @@ def test_a_token_cache_gives_the_same_epochs(tmp_path):
     dataset = bert_tf.pretraining_dataset(
         paths["sentence_per_line"], paths["vocab_file"], data_dir=str(tmp_path),
         with_positions=True, **{**BASE, **options})
-    batches = list(dataset.take(70))
+    batches = list(dataset.take(50))
     assert stream_position.decode(int(batches[-1][0]["stream_position"][-1]))[0] == 1
     return [_batch_digests(batch) for batch in batches]
 
