@@ -3,16 +3,20 @@
 
 Takes `train.py`'s corpus, pipeline and seed flags, so the records hold exactly the examples
 a one-pipeline training run of those settings reads in its first `--dupe_factor` epochs
-(each epoch paired and masked afresh), in original BERT's format (`bert_tf.data.records`):
-readable by google-research/bert's `run_pretraining.py` and by `records_dataset`. Examples
-stream from the pipeline (parallel over the cores) to the files, dealt in turn, so memory does
-not grow with the corpus. The directory appears complete or not at all.
+(each epoch paired and masked afresh), in the order it reads them (one file, read with
+`--noshuffle_records`, gives that run's batches), in original BERT's format
+(`bert_tf.data.records`): readable by google-research/bert's `run_pretraining.py` and by
+`records_dataset`. Examples stream from the pipeline (parallel over the cores) to the files,
+dealt in turn, so memory does not grow with the corpus; each document is tokenized once, its
+tokens cached on local disk for the later epochs. The directory appears complete or not at
+all.
 """
 
 import dataclasses
 import logging
 import os
 import sys
+import tempfile
 import time
 
 from bert_tf import console
@@ -58,20 +62,30 @@ def record_file_names(directory: str, count: int) -> list[str]:
 
 def write_records(config: PrepareConfig, vocabulary, report=None) -> dict:
   """Writes the records into `config.output`; returns what `prepare.json` says of them.
-  `report(records_written)` is called after each batch."""
-  import tensorflow as tf
-
-  from bert_tf import files
-  from bert_tf.data import records, stream_position
+  `report(records_written)` is called after each batch. Each document is tokenized once: the
+  first epoch caches the tokens in a local temporary directory, the others pair and mask them
+  anew."""
   from bert_tf.data.data_settings import pipeline_options
   from bert_tf.data.holdout import Holdout
   from bert_tf.data.pipeline import pretraining_dataset
 
   holdout = Holdout(config.eval_fraction, held_out=False) if config.eval_fraction else None
-  examples = pretraining_dataset(
-      config.input_files, vocabulary, batch_size=BATCH, seed=config.seed,
-      data_dir=config.data_dir, with_positions=True, holdout=holdout,
-      **pipeline_options(config))
+  with tempfile.TemporaryDirectory(prefix="bert_tf_tokens_") as token_cache:
+    examples = pretraining_dataset(
+        config.input_files, vocabulary, batch_size=BATCH, seed=config.seed,
+        data_dir=config.data_dir, with_positions=True, holdout=holdout,
+        token_cache=token_cache if config.dupe_factor > 1 else "",
+        **pipeline_options(config))
+    return _write(config, examples, report)
+
+
+def _write(config: PrepareConfig, examples, report) -> dict:
+  """Writes the first `dupe_factor` epochs of `examples` (batches with stream positions)."""
+  import tensorflow as tf
+
+  from bert_tf import files
+  from bert_tf.data import records, stream_position
+
   end = stream_position.encode(config.dupe_factor, 0, 0)  # the first key after the last epoch
   directory = files.temporary_directory(config.output)
   tf.io.gfile.makedirs(directory)

@@ -151,6 +151,25 @@ def test_the_settings_make_different_batches(digests):
       digests["nsp_one_pass_with_pairs"][0])
 
 
+def test_a_token_cache_gives_the_same_epochs(tmp_path):
+  """Tokenized once and cached, later epochs pair and mask the cached tokens: the same
+  batches as tokenizing every epoch (the first epoch writes the cache, most of the second
+  reads it)."""
+  paths = write_corpus(str(tmp_path))
+  (tmp_path / "cache").mkdir()
+
+  def stream(**options):
+    dataset = bert_tf.pretraining_dataset(
+        paths["sentence_per_line"], paths["vocab_file"], data_dir=str(tmp_path),
+        with_positions=True, **{**BASE, **options})
+    batches = list(dataset.take(50))
+    assert stream_position.decode(int(batches[-1][0]["stream_position"][-1]))[0] == 1
+    return [_batch_digests(batch) for batch in batches]
+
+  assert stream(token_cache=str(tmp_path / "cache")) == stream()
+  assert any(name.startswith("piece-") for name in os.listdir(tmp_path / "cache"))
+
+
 if __name__ == "__main__":
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   with tempfile.TemporaryDirectory() as temporary:

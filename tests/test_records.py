@@ -17,6 +17,8 @@ from bert_tf.data.records import RecordShape
 from bert_tf.data.remasking import restore
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.training import preparation
+from bert_tf.training.train_settings import TrainConfig
 
 SEQ, PREDICTIONS = 32, 5
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on",
@@ -249,6 +251,25 @@ def test_holdout_splits_the_records(record_files, vocab_file):
   kept = _rows(_in_order(record_files, vocab_file, holdout=Holdout(0.3, False)))
   assert sorted(held + kept) == whole
   assert 10 <= len(held) <= 50  # 30 of 100 expected; 50 is over 4 standard deviations
+
+
+def test_an_eval_fraction_that_leaves_a_side_empty_is_one_line(record_files, vocab_file,
+                                                                tmp_path):
+  record_checks.check_split(record_files, "", 0.3)
+  # Fractions no record's hash can miss: a serialized record's bytes (so its hash) may change
+  # between processes, as protobuf writes a map's entries in no fixed order.
+  for fraction, split in ((1e-9, "holds out 0 of the 100 records and trains on 100"),
+                          (1 - 1e-9, "holds out 100 of the 100 records and trains on 0")):
+    with pytest.raises(UserError, match=f"--eval_fraction={fraction} {split}: each side needs "
+                                        "at least one") as error:
+      record_checks.check_split(record_files, "", fraction)
+    assert "\n" not in str(error.value)
+  # Checked before training, where a held-out stream with no record would wait forever.
+  config = TrainConfig(model_dir=str(tmp_path / "run"), vocab_file=vocab_file,
+                       input_format="tfrecord", input_files=",".join(record_files),
+                       eval_fraction=1e-9)
+  with pytest.raises(UserError, match="--eval_fraction=1e-09 holds out 0 of the 100 records"):
+    preparation.prepare(config)
 
 
 # Re-masking

@@ -124,7 +124,47 @@ def test_switching_between_text_and_records_starts_the_new_stream(
   assert record_position.decode(last_position(config.model_dir, 4)) == (0, 0, 15)
 
 
-@pytest.mark.parametrize("settings", [dict(remask=True), dict(record_compression="GZIP")])
+@pytest.fixture(scope="module")
+def short_records(tmp_path_factory, corpus_pattern, data_dir, vocab_file):
+  """One epoch of the built-in corpus at 32 tokens and 5 predictions, seed 7, in one file:
+  the records a one-pipeline run of those settings reads, in its order."""
+  directory = tmp_path_factory.mktemp("short_records")
+  config = PrepareConfig(input_files=corpus_pattern, data_dir=data_dir, vocab_file=vocab_file,
+                         output=str(directory / "records"), model_dir=str(directory / "run"),
+                         seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
+                         num_output_files=1, seed=7)
+  prepare_records(config)
+  return os.path.join(config.output, "*.tfrecord")
+
+
+def _step_losses(config: TrainConfig) -> list[tuple]:
+  trainer.train(config)
+  with open(os.path.join(config.model_dir, "history.jsonl")) as f:
+    rows = [json.loads(line) for line in f]
+  return [(row["step"], row["loss"], row["mlm_loss"], row["nsp_loss"]) for row in rows
+          if "loss" in row]
+
+
+@pytest.mark.e2e
+def test_prepared_records_train_to_the_loss_curve_of_the_text(
+    tmp_path, corpus_pattern, data_dir, vocab_file, short_records):
+  text = TrainConfig(
+      model_dir=str(tmp_path / "text"), data_dir=data_dir, vocab_file=vocab_file,
+      input_files=corpus_pattern, config="bert_tiny", seq_length=32, max_predictions_per_seq=5,
+      global_batch_size=8, train_steps=5, checkpoint_every=5, warmup_steps=2, log_every=1,
+      verbose=False, seed=7, serving_export=False)
+  records = dataclasses.replace(text, model_dir=str(tmp_path / "records"),
+                                input_format="tfrecord", input_files=short_records,
+                                shuffle_records=False)
+  # Read in the order written (one file, its records as written), the records are the text
+  # stream's first epoch batch for batch; the default shuffled reading would give other batches.
+  losses = _step_losses(text)
+  assert [row[0] for row in losses] == [1, 2, 3, 4, 5]
+  np.testing.assert_allclose(_step_losses(records), losses, rtol=1e-6)
+
+
+@pytest.mark.parametrize("settings", [dict(remask=True), dict(record_compression="GZIP"),
+                                      dict(shuffle_records=False)])
 def test_record_settings_only_with_records(settings):
   with pytest.raises(UserError, match="are for records: give --input_format=tfrecord"):
     TrainConfig(**settings).check()
@@ -139,14 +179,9 @@ def test_records_need_input_files(tmp_path, data_dir, vocab_file):
 
 @pytest.mark.e2e
 def test_eval_files_of_another_shape(tmp_path, data_dir, vocab_file, records_pattern,
-                                     corpus_pattern):
-  other = PrepareConfig(input_files=corpus_pattern, data_dir=data_dir, vocab_file=vocab_file,
-                        output=str(tmp_path / "other"), model_dir=str(tmp_path / "prepare"),
-                        seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
-                        num_output_files=1)
-  prepare_records(other)
+                                     short_records):
   config = tiny_config(tmp_path, data_dir, vocab_file, records_pattern,
-                       eval_files=str(tmp_path / "other" / "*.tfrecord"))
+                       eval_files=short_records)
   with pytest.raises(UserError, match="the --eval_files records hold 32 tokens and 5 "
                                       "predictions, the --input_files records 64 and 10"):
     trainer.train(config)

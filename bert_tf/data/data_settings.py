@@ -142,6 +142,10 @@ class RecordsConfig:
   remask: bool = setting(False, "Mask the records anew each epoch (true tokens back, then "
                          "--masked_lm_prob, the 80/10/10 rates and --whole_word_masking), "
                          "instead of the masks they were written with.", change=STREAM)
+  shuffle_records: bool = setting(True, "Read the record files in an order drawn from the seed "
+                                  "and the epoch, each file's records shuffled in blocks; "
+                                  "--noshuffle_records reads them as listed and written, every "
+                                  "epoch alike.", change=STREAM)
 
   def check(self) -> None:
     check_choices(self)
@@ -157,6 +161,7 @@ def pipeline_options(config: PipelineConfig) -> dict:
 def records_options(config) -> dict:
   """The settings of a `TrainConfig` that `records_dataset` takes, as keyword arguments."""
   return dict(compression=config.record_compression, remask=config.remask,
+              shuffle=config.shuffle_records,
               seq_length=config.seq_length,
               max_predictions_per_seq=config.max_predictions_per_seq,
               masked_lm_prob=config.masked_lm_prob, mask_token_rate=config.mask_token_rate,

@@ -2,9 +2,9 @@
 
 Stages, all tf ops:
   files -> pieces of about 8 MiB (this pipeline's share, in an order drawn from the epoch)
-  -> per piece: documents streamed -> (block shuffle) -> windows of documents -> WordPiece
-  -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking -> (block shuffle) -> examples
-  -> batches.
+  -> per piece: documents streamed -> WordPiece, in blocks (cached on disk if asked) ->
+  (block shuffle) -> windows of documents -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking ->
+  (block shuffle) -> examples -> batches.
 
 Reproducibility and seeking: every random choice is a stateless op keyed on `seed`, the
 epoch, the piece and the window's index in it, so the same seed gives the same batches bit for
@@ -43,11 +43,18 @@ class ExampleBuilder:
         mask_token_rate=config.mask_token_rate, random_token_rate=config.random_token_rate,
         whole_word_masking=config.whole_word_masking)
 
-  def __call__(self, documents: tf.RaggedTensor, seed: tf.Tensor):
-    """documents: string [documents, (sentences)]. Returns (features, labels, weights, facts),
-    each with a leading instance dimension; `facts` tells how each pair was made (for audits)."""
+  def tokenize(self, documents: tf.RaggedTensor) -> tf.RaggedTensor:
+    """string [documents, (sentences)] -> int32 token ids [documents, (sentences), (tokens)]:
+    the part of the work that is the same every epoch."""
+    tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
+    return tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
+
+  def __call__(self, sentence_tokens: tf.RaggedTensor, seed: tf.Tensor):
+    """sentence_tokens: a window's documents, `tokenize`d: int32 [documents, (sentences),
+    (tokens)]. Returns (features, labels, weights, facts), each with a leading instance
+    dimension; `facts` tells how each pair was made (for audits)."""
     pair_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-    pairs, segments = self._pairs(documents, pair_seed)
+    pairs, segments = self._pairs(sentence_tokens, pair_seed)
     token_ids, segment_ids, lengths = self._sequences(segments)  # [instances, seq], [instances]
     masked = self.mask_tokens(token_ids, lengths, mask_seed)
     padding_mask = tf.range(self.config.seq_length)[None, :] < lengths[:, None]
@@ -64,16 +71,14 @@ class ExampleBuilder:
                   "document_b": pairs.document_b, "is_short": pairs.is_short}
     return features, labels, weights, pair_facts
 
-  def _pairs(self, documents: tf.RaggedTensor, seed: tf.Tensor):
+  def _pairs(self, sentence_tokens: tf.RaggedTensor, seed: tf.Tensor):
     """The window's pairs, and their segments' token ids: A, and B with NSP, each int32
     [instances, (tokens)]."""
-    tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
-    sentence_tokens = tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
     pairs = pairing.create_pairs(
         sentence_tokens, seed, seq_length=self.config.seq_length,
         short_seq_prob=self.config.short_seq_prob, nsp=self.config.nsp)
     # create_pairs drops empty sentences; the flat token list is unchanged by that.
-    segment_a, segment_b = pairing.gather_segments(tokens.flat_values, pairs)
+    segment_a, segment_b = pairing.gather_segments(sentence_tokens.flat_values, pairs)
     return pairs, [segment_a, segment_b] if self.config.nsp else [segment_a]
 
   def _sequences(self, segments: list[tf.RaggedTensor]):
@@ -101,6 +106,16 @@ def _shuffled_blocks(blocks: tf.data.Dataset, seed: tf.Tensor) -> tf.data.Datase
     return tf.nest.map_structure(lambda t: tf.gather(t, order), block)
 
   return blocks.enumerate().map(shuffled).unbatch()
+
+
+def _cached(blocks: tf.data.Dataset, path: tf.Tensor) -> tf.data.Dataset:
+  """`blocks` (ragged, [documents, (sentences), (tokens)]) cached to the files `path*` the
+  first time they are read to their end, and read back from them afterwards (tf.data's file
+  cache holds dense tensors: the blocks go as their values and row splits)."""
+  parts = blocks.map(lambda block: (block.flat_values, *block.nested_row_splits))
+  return parts.cache(path).map(
+      lambda values, *splits: tf.RaggedTensor.from_nested_row_splits(values, splits,
+                                                                     validate=False))
 
 
 class _Pieces:
@@ -139,9 +154,9 @@ class _Stream:
 
   def __init__(self, config: PipelineConfig, build_examples: ExampleBuilder, pieces: _Pieces,
                *, seed: int, start_position: int, holdout, with_positions: bool,
-               with_pairs: bool):
+               with_pairs: bool, token_cache: str):
     self.config, self.build_examples, self.pieces = config, build_examples, pieces
-    self.seed, self.holdout = seed, holdout
+    self.seed, self.holdout, self.token_cache = seed, holdout, token_cache
     self.with_positions, self.with_pairs = with_positions, with_pairs
     self.first_epoch, self.first_rank, self.first_example = stream_position.decode(
         start_position)
@@ -180,15 +195,19 @@ class _Stream:
     return examples.skip(tf.where(is_first_piece, tf.constant(self.first_example, tf.int64), 0))
 
   def _windows(self, local: tf.Tensor, document_seed: tf.Tensor) -> tf.data.Dataset:
-    """(index, window) of a piece: windows of `documents_per_window` documents, string
-    [documents, (sentences)]."""
+    """(index, window) of a piece: windows of `documents_per_window` tokenized documents,
+    int32 [documents, (sentences), (tokens)]."""
     documents = self.pieces.documents(local, self.config.input_format)
     if self.holdout:
       documents = self.holdout(documents)
-    documents = documents.ragged_batch(self.config.document_shuffle_buffer)
+    blocks = documents.ragged_batch(self.config.document_shuffle_buffer).map(
+        self.build_examples.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if self.token_cache:
+      blocks = _cached(blocks, tf.strings.join(
+          [self.token_cache, "/piece-", tf.strings.as_string(self.pieces.ids[local])]))
     # Shuffling documents mixes the files of a piece, so that a window pairs documents of
     # several of them.
-    documents = _shuffled_blocks(documents, document_seed)
+    documents = _shuffled_blocks(blocks, document_seed)
     return documents.ragged_batch(self.config.documents_per_window).enumerate()
 
   def _window_examples(self, epoch: tf.Tensor, rank: tf.Tensor, window_seed: tf.Tensor):
@@ -217,7 +236,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         shard_index: int = 0, data_dir: str = "data",
                         start_position: int = stream_position.BEGINNING,
                         with_positions: bool = False, with_pairs: bool = False,
-                        holdout=None, **config) -> tf.data.Dataset:
+                        holdout=None, token_cache: str = "", **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
   Args:
@@ -238,6 +257,9 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
       `is_next`, `is_short`, and the documents of A and B as (`window`, `document_*`).
     holdout: a `holdout.Holdout`, applied to the documents as they are read: only the
       held-out ones (evaluation) or only the others (training).
+    token_cache: a local directory to cache each piece's tokenized documents in, the first
+      time the piece is read to its end, so that later epochs only pair and mask them (the
+      same examples; disk, not memory, grows with the corpus). "": tokenize every epoch.
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
@@ -249,7 +271,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
       config, ExampleBuilder(vocabulary, config),
       _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
       start_position=start_position, holdout=holdout, with_positions=with_positions,
-      with_pairs=with_pairs)
+      with_pairs=with_pairs, token_cache=token_cache)
   epochs = (tf.data.Dataset.counter(stream.first_epoch) if repeat else
             tf.data.Dataset.range(stream.first_epoch, 1))
   examples = epochs.flat_map(stream.epoch_pieces).flat_map(stream.piece_examples)

@@ -1,7 +1,7 @@
 """Checks of a set of original BERT records before training, each failure one line: files
 that are not TFRecords or are compressed otherwise than asked, records that lack a feature or
-disagree in length, labels other than 0/1, empty files, and a vocabulary that does not fit
-the records (docs/records.md#checks)."""
+disagree in length, labels other than 0/1, empty files, a vocabulary that does not fit the
+records, and an --eval_fraction that leaves one side without records (docs/records.md#checks)."""
 
 import logging
 import unicodedata
@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bert_tf.data import records
 from bert_tf.data.data_settings import COMPRESSIONS
+from bert_tf.data.holdout import held_out_mask
 from bert_tf.data.records import RecordShape
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -212,3 +213,19 @@ def check_records(files: list[str], vocabulary: Vocabulary, compression: str = "
   shape, sample = check_files(files, compression)
   check_vocabulary(sample, vocabulary)
   return shape
+
+
+def check_split(files: list[str], compression: str, fraction: float) -> None:
+  """Fails clearly unless `fraction` holds out at least one record and keeps at least one (by
+  the hash `records_dataset` splits on): an endless stream filtered to nothing would wait for
+  a record forever. Reads the records only until both sides have one."""
+  held_out = kept = 0
+  for path in files:
+    for serialized in tf.data.TFRecordDataset(path, compression).batch(SAMPLE_RECORDS):
+      mask = held_out_mask(serialized, fraction).numpy()
+      held_out, kept = held_out + int(mask.sum()), kept + int((~mask).sum())
+      if held_out and kept:
+        return
+  raise UserError(f"--eval_fraction={fraction} holds out {held_out} of the {held_out + kept} "
+                  f"records and trains on {kept}: each side needs at least one (give another "
+                  "fraction, or --eval_files)")

@@ -48,12 +48,15 @@ def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
 
 def record_shaped(config: TrainConfig, vocabulary: Vocabulary) -> TrainConfig:
   """Checks the records (--input_files, and --eval_files) against each other and the
-  vocabulary; `config` with their seq_length and max_predictions_per_seq in place of the
-  defaults (a value given otherwise is an error)."""
-  checked = {name: record_checks.check_records(corpus.list_files(patterns), vocabulary,
-                                               config.record_compression)
-             for name, patterns in (("input_files", config.input_files),
-                                    ("eval_files", config.eval_files)) if patterns}
+  vocabulary, and the --eval_fraction split of them; `config` with their seq_length and
+  max_predictions_per_seq in place of the defaults (a value given otherwise is an error)."""
+  listed = {name: corpus.list_files(patterns) for name, patterns in (
+      ("input_files", config.input_files), ("eval_files", config.eval_files)) if patterns}
+  checked = {name: record_checks.check_records(files, vocabulary, config.record_compression)
+             for name, files in listed.items()}
+  if config.eval_fraction:
+    record_checks.check_split(listed["input_files"], config.record_compression,
+                              config.eval_fraction)
   shape = checked["input_files"]
   if checked.get("eval_files", shape) != shape:
     held_out = checked["eval_files"]

@@ -114,9 +114,10 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Re
     if min(self.checkpoint_every, self.keep_checkpoints, self.log_every, self.eval_steps) <= 0:
       raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
                       "positive")
-    if self.input_format != RECORDS and (self.remask or self.record_compression):
-      raise UserError("--remask and --record_compression are for records: give "
-                      "--input_format=tfrecord")
+    if self.input_format != RECORDS and (self.remask or self.record_compression or
+                                         not self.shuffle_records):
+      raise UserError("--remask, --record_compression and --noshuffle_records are for "
+                      "records: give --input_format=tfrecord")
     if self.input_format == RECORDS and not self.nsp:
       raise UserError("--nonsp is not for records: they hold their pairs and labels")
     if self.eval_files and self.eval_fraction:
