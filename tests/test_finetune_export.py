@@ -3,11 +3,13 @@ loaded by a fresh process that imports only tensorflow and tensorflow_text, give
 Keras model and the Python post-processing give on the same raw text, and say so themselves
 (`finetune/verification.py`), a changed weight or head failing in one line; bad input is an
 error; `python -m bert_tf.export --format=hf` on a fine-tune's output_dir writes the
-transformers class of its task, whose logits equal ours."""
+transformers class of its task, whose logits equal ours, and says so itself (with transformers,
+or by a numpy forward pass without it)."""
 
 import json
 import os
 import re
+import sys
 
 import keras
 import numpy as np
@@ -20,6 +22,7 @@ from bert_tf.errors import UserError
 from bert_tf.finetune import heads, squad, squad_answers, tagging
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_task
+from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
@@ -250,8 +253,27 @@ def write_output_dir(directory, model, config, vocabulary, task):
   return directory
 
 
+def assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(
+    model, task, vocabulary, hf_dir, monkeypatch):
+  """The fine-tuned model's Hugging Face export checked by a numpy forward pass (transformers
+  made unimportable) passes; with a wrong layer-norm epsilon it fails in one line."""
+  with monkeypatch.context() as context:
+    context.setitem(sys.modules, "transformers", None)  # `import transformers` fails
+    line = verify_task_huggingface(hf_dir, model, task, vocabulary)
+    assert float(re.search(r"difference (\S+) \(logits", line)[1]) <= 1e-5, line
+  config_file = os.path.join(hf_dir, "config.json")
+  with open(config_file) as f:
+    hf_config = json.load(f)
+  files.write_json(config_file, {**hf_config, "layer_norm_eps": 1e-3})
+  with pytest.raises(UserError, match=rf"^{task['task']} hf export failed verification: its "
+                     r"logits differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify_task_huggingface(hf_dir, model, task, vocabulary)
+  files.write_json(config_file, hf_config)
+
+
 @pytest.mark.parametrize("kind", ["classify", "regress", "tag", "answer"])
-def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp_path, kind):
+def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp_path, kind,
+                                                         monkeypatch):
   import torch
   import transformers
 
@@ -272,6 +294,10 @@ def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp
   result = run(["-m", "bert_tf.export", f"--model_dir={output_dir}", "--format=hf",
                 f"--output={hf_dir}"])
   assert result.returncode == 0, result.stderr[-3000:]
+  assert re.search(rf"^verified: {kind} hf ids equal, largest output difference \S+ "
+                   r"\(logits; tolerance 1e-04\)$", result.stdout, re.M), result.stdout
+  assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(
+      model, task, vocabulary, hf_dir, monkeypatch)
 
   class_name = {"classify": "BertForSequenceClassification",
                 "regress": "BertForSequenceClassification",

@@ -4,8 +4,8 @@ Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTrai
 directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset). `--model_dir` may also be
 a fine-tune's output_dir (it has task.json): `savedmodel` then serves its task, and `hf` is the
 transformers class of its task. Before `wrote`, the export is loaded as its user will load it
-and checked against the Keras model (`verification.py`; of a fine-tuned model, the savedmodel
-export), unless --skip_verify.
+and checked against the Keras model (`verification.py`; of a fine-tuned model,
+`finetune/verification.py` and `finetune/huggingface_verification.py`), unless --skip_verify.
 """
 
 import logging
@@ -27,11 +27,8 @@ def export(config: ExportConfig) -> None:
   if finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)
     finetuned.export_finetuned(model, config.format, config.output)
-    if not config.skip_verify and config.format == "savedmodel":
-      print(finetuned.verify_finetuned(model, config.output))
-    elif not config.skip_verify:
-      log.info("A fine-tuned model's %s export is not verified (its savedmodel export is)",
-               config.format)
+    if not config.skip_verify:
+      print(finetuned.verify_finetuned(model, config.format, config.output))
   else:
     trained = load_trained(config.model_dir)
     export(trained, config.format, config.output, top_k=config.top_k)

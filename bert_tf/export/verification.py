@@ -258,65 +258,88 @@ def saved_model_results(directory: str) -> Results:
               ("fill_mask", fill_mask))}}
 
 
-def huggingface_results(directory: str, reference: KerasReference) -> Results:
-  """The Hugging Face directory read by transformers when it and torch are installed, else by
-  a numpy forward pass of its weights."""
+def transformers_installed(directory: str) -> bool:
+  """Whether transformers and torch can be imported to read the Hugging Face `directory`;
+  when not, says that a numpy forward pass checks it instead."""
   try:
     import torch  # noqa: F401
     import transformers  # noqa: F401
   except ImportError:
     log.info("transformers is not installed: checking %s by a numpy forward pass of its "
              "weights", directory)
-    return numpy_huggingface_results(directory, reference)
-  return transformers_results(directory, reference)
+    return False
+  return True
+
+
+def huggingface_text_ids(directory: str, with_transformers: bool) -> list[list[int]]:
+  """The ids of each text of EXAMPLES by the Hugging Face directory's tokenizer: transformers'
+  `BertTokenizer`, or without it the pre-training tokenizer over the directory's vocab.txt,
+  cased as its tokenizer_config.json says. Each text alone: transformers' longest_first
+  truncation parts a pair otherwise than original BERT on a tie, so outputs are compared on the
+  reference's truncated pairs."""
+  texts = [text for pair in EXAMPLES for text in pair]
+  if with_transformers:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    tokenizer = transformers.BertTokenizer.from_pretrained(directory)
+    return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+  tokenizer = Vocabulary(os.path.join(directory, "vocab.txt")).tokenizer(
+      huggingface.lower_case(directory))
+  return [text_ids(tokenizer, text) for text in texts]
+
+
+def huggingface_results(directory: str, reference: KerasReference) -> Results:
+  """The Hugging Face directory read by transformers when it and torch are installed, else by
+  a numpy forward pass of its weights."""
+  with_transformers = transformers_installed(directory)
+  outputs = (transformers_results if with_transformers else numpy_huggingface_results)(
+      directory, reference)
+  return {"text_ids": huggingface_text_ids(directory, with_transformers), **outputs}
 
 
 def transformers_results(directory: str, reference: KerasReference) -> Results:
-  """transformers' `BertTokenizer` and `BertForPreTraining` from the directory (torch, CPU):
-  the ids of each text of EXAMPLES, and the outputs on the reference's ids."""
+  """transformers' `BertForPreTraining` from the directory (torch, CPU): the outputs on the
+  reference's ids."""
   import torch
   import transformers
 
-  transformers.logging.set_verbosity_error()
-  transformers.logging.disable_progress_bar()
-  tokenizer = transformers.BertTokenizer.from_pretrained(directory)
   model = transformers.BertForPreTraining.from_pretrained(directory).eval()
-  # Each text alone: transformers' longest_first truncation parts a pair otherwise than
-  # original BERT on a tie; the outputs are compared on the reference's truncated pairs.
-  text_ids = [tokenizer(text, add_special_tokens=False)["input_ids"]
-              for pair in EXAMPLES for text in pair]
   pooled, sequence, nsp, mlm = [], [], [], []
   with torch.no_grad():
     for ids, segments in reference.pairs:
-      inputs = {"input_ids": torch.tensor([ids]), "token_type_ids": torch.tensor([segments]),
-                "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+      inputs = torch_inputs(ids, segments)
       encoded = model.bert(**inputs)
       outputs = model(**inputs)
       pooled.append(encoded.pooler_output[0].numpy())
       sequence.append(encoded.last_hidden_state[0].numpy())
       nsp.append(outputs.seq_relationship_logits[0].numpy()[::-1])  # Hugging Face: 0 = IsNext
       mlm.append(outputs.prediction_logits[0].numpy()[mlm_positions(ids)])
-  return {"text_ids": text_ids, "pooled_output": np.stack(pooled),
-          "sequence_output": np.concatenate(sequence), "nsp_logits": np.stack(nsp),
-          "mlm_logits": np.concatenate(mlm)}
+  return {"pooled_output": np.stack(pooled), "sequence_output": np.concatenate(sequence),
+          "nsp_logits": np.stack(nsp), "mlm_logits": np.concatenate(mlm)}
+
+
+def torch_inputs(token_ids: Sequence[int], segment_ids: Sequence[int]) -> dict:
+  """One example as a batch of one of torch tensors, under transformers' names."""
+  import torch
+
+  return {"input_ids": torch.tensor([token_ids]), "token_type_ids": torch.tensor([segment_ids]),
+          "attention_mask": torch.ones(1, len(token_ids), dtype=torch.long)}
 
 
 def numpy_huggingface_results(directory: str, reference: KerasReference) -> Results:
-  """The directory without transformers: the pre-training tokenizer over its vocab.txt, cased
-  as its tokenizer_config.json says (the ids of each text of EXAMPLES), and `NumpyBert` over
-  its config.json and safetensors weights (the outputs on the reference's ids)."""
+  """`NumpyBert` over the directory's config.json and safetensors weights: the outputs on the
+  reference's ids."""
   config, state = huggingface.read_huggingface(directory)
   bert = NumpyBert(config, state, directory)
-  tokenizer = Vocabulary(os.path.join(directory, "vocab.txt")).tokenizer(
-      huggingface.lower_case(directory))
   pooled, sequence, nsp, mlm = [], [], [], []
   for ids, segments in reference.pairs:
     sequence.append(bert.encode(ids, segments))
     pooled.append(bert.pooled(sequence[-1]))
     nsp.append(bert.nsp_logits(pooled[-1])[::-1])  # Hugging Face: 0 = IsNext
     mlm.append(bert.mlm_logits(sequence[-1][mlm_positions(ids)]))
-  return {"text_ids": [text_ids(tokenizer, text) for pair in EXAMPLES for text in pair],
-          "pooled_output": np.stack(pooled), "sequence_output": np.concatenate(sequence),
+  return {"pooled_output": np.stack(pooled), "sequence_output": np.concatenate(sequence),
           "nsp_logits": np.stack(nsp), "mlm_logits": np.concatenate(mlm)}
 
 

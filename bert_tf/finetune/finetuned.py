@@ -14,6 +14,7 @@ from bert_tf import model_dir
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune.export import export_task
+from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.tasks import KINDS
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.interop.huggingface import export_huggingface
@@ -69,7 +70,9 @@ def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> s
   raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
 
 
-def verify_finetuned(finetuned: Finetuned, output: str) -> str:
-  """Checks the `savedmodel` export in `output` against `finetuned` (`finetune/verification.py`);
-  returns the line saying so, or raises UserError."""
-  return verify_task_export(output, finetuned.model, finetuned.task, finetuned.vocabulary)
+def verify_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
+  """Checks the `savedmodel` (`finetune/verification.py`) or `hf`
+  (`finetune/huggingface_verification.py`) export in `output` against `finetuned`; returns the
+  line saying so, or raises UserError."""
+  verify = verify_task_export if export_format == "savedmodel" else verify_task_huggingface
+  return verify(output, finetuned.model, finetuned.task, finetuned.vocabulary)
