@@ -212,7 +212,7 @@ class TrainingCurves(StepCounter):
 
   def on_train_begin(self, logs=None):
     super().on_train_begin(logs)
-    self._records = [record for record in _read_records(self.path)
+    self._records = [record for record in read_records(self.path)
                      if record["step"] <= self.step]
 
   def on_epoch_end(self, epoch, logs=None):
@@ -233,7 +233,8 @@ class TrainingCurves(StepCounter):
     files.write_text(self.path, "".join(json.dumps(r) + "\n" for r in self._records))
 
 
-def _read_records(path: str) -> list:
+def read_records(path: str) -> list:
+  """The records of a history.jsonl file (none when there is no file)."""
   if not tf.io.gfile.exists(path):
     return []
   with tf.io.gfile.GFile(path) as f:

@@ -26,10 +26,12 @@ import tensorflow as tf
 
 from bert_tf.data import corpus, holdout
 from bert_tf.training.watching import summaries
+from bert_tf.training.watching.callbacks import read_records
 
 log = logging.getLogger("bert_tf")
 
 METRICS = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
+FIGURE_PREFIXES = ("eval_", "probe_")  # an evaluation's record in history.jsonl has these
 
 
 def check_held_out(config) -> None:
@@ -83,10 +85,35 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     self.writer = summaries.ScalarWriter(log_dir)
     self.curves = curves  # the `TrainingCurves` whose history.jsonl gets the records
     self._last_step = 0
+    self._owed_step = None  # a resumed run's step whose evaluation a kill lost (`_owed`)
 
   def on_train_begin(self, logs=None):
-    self._last_step = int(self.model.optimizer.iterations.numpy())
-    self.writer.start(self._last_step)
+    step = int(self.model.optimizer.iterations.numpy())
+    owed = self._owed(step)
+    self.writer.start(step - 1 if owed else step)  # a point of the lost evaluation dropped
+    self._last_step = step
+    self._owed_step = step if owed else None
+
+  def on_epoch_begin(self, epoch, logs=None):
+    if self._owed_step is None:
+      return
+    # Once the curves have read history.jsonl (their on_train_begin) and before the first
+    # step; `evaluate` leaves its figures in the compiled metrics, reset for training again.
+    self._record(self._owed_step, self.evaluate(self.model))
+    self._owed_step = None
+    self.model.reset_metrics()
+
+  def _owed(self, step: int) -> bool:
+    """Whether a resumed run owes the evaluation of the interval that ended at `step`: one
+    was due there (a multiple of `every` passed since the latest evaluation on record, or the
+    final step) but is not in history.jsonl, as after a kill between the checkpoint at `step`
+    and the evaluation's record."""
+    evaluated = [record["step"] for record in read_records(self.curves.path)
+                 if record["step"] <= step and any(name.startswith(FIGURE_PREFIXES)
+                                                   for name in record)]
+    latest = max(evaluated, default=0)
+    return 0 < step and latest < step and (step // self.every > latest // self.every
+                                           or step >= self.train_steps)
 
   def on_epoch_end(self, epoch, logs=None):
     step = int(self.model.optimizer.iterations.numpy())  # once per interval
@@ -96,7 +123,11 @@ class HeldOutEvaluation(keras.callbacks.Callback):
     if not (reached or finished) or (loss is not None and not math.isfinite(float(loss))):
       return
     self._last_step = step
-    results = self.evaluate(self.model)
+    self._record(step, self.evaluate(self.model))
+
+  def _record(self, step: int, results: dict) -> None:
+    """An evaluation's figures to TensorBoard, history.jsonl (at its next write) and the
+    console."""
     self.writer.write(step, {name.removeprefix("eval_"): v for name, v in results.items()})
     self.writer.flush()
     self.curves.add({"step": step, **results})
