@@ -71,20 +71,20 @@ def squad_question(context, question_id, question, answer):
           "answers": [{"text": answer, "answer_start": start}] if answer else []}
 
 
-def squad_file(seed):
-  """SQuAD v2.0: contexts of some 40 words (several windows at 32 tokens); in each, a
-  question whose answer is the one DEBUG word, and an unanswerable one."""
+def squad_file(seed, paragraphs=6):
+  """SQuAD v2.0: `paragraphs` contexts of some 40 words (several windows at 32 tokens); in
+  each, a question whose answer is the one DEBUG word, and an unanswerable one."""
   generator = random.Random(seed)
-  paragraphs = []
-  for i in range(6):
+  written = []
+  for i in range(paragraphs):
     words = generator.choices(COMMON + CODE, k=40)
     words[generator.randrange(40)] = generator.choice(DEBUG)
     context = " ".join(words)
     answer = next(word for word in words if word in DEBUG)
-    paragraphs.append({"context": context, "qas": [
+    written.append({"context": context, "qas": [
         squad_question(context, f"q{seed}-{i}", "which debugger word", answer),
         squad_question(context, f"q{seed}-{i}-none", "where is the stack", "")]})
-  return {"version": "v2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}
+  return {"version": "v2.0", "data": [{"title": "t", "paragraphs": written}]}
 
 
 def write_json(path, value):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.finetune import heads
+from bert_tf.finetune import heads, losses
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.encoder import bert_encoder
 
@@ -42,8 +42,16 @@ def test_regression_head(encoder):
   assert scores.shape == (2, 1) and scores.dtype == np.float32
   assert model.get_layer("classifier").kernel.shape == (HIDDEN, 1)
   labels = np.array([0.5, 4.0], np.float32)
-  assert float(heads.regression_loss()(labels, scores)) == pytest.approx(
+  assert float(losses.regression_loss()(labels, scores)) == pytest.approx(
       np.mean((labels - scores[:, 0]) ** 2), rel=1e-6)
+
+
+def test_classification_loss_is_the_mean_cross_entropy():
+  logits = np.array([[2.0, -1.0, 0.5], [0.0, 0.0, 3.0], [1.0, 1.0, 1.0]], np.float32)
+  labels = np.array([0, 1, 2], np.int32)
+  expected = -np.mean(log_softmax(logits)[[0, 1, 2], labels])
+  assert float(losses.classification_loss()(labels, logits)) == pytest.approx(expected,
+                                                                              rel=1e-6)
 
 
 def test_tagging_head_and_its_loss_over_first_pieces_only(encoder):
@@ -56,8 +64,8 @@ def test_tagging_head_and_its_loss_over_first_pieces_only(encoder):
   labels[1, [3]] = [1]
   picked = log_softmax(logits)[[0, 0, 0, 1], [1, 2, 5, 3], [4, 0, 2, 1]]
   expected = -np.mean(picked)  # over the 4 labelled tokens, not the 20 positions
-  assert float(heads.tagging_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
-  model.compile(optimizer="sgd", loss=heads.tagging_loss(), jit_compile=False)
+  assert float(losses.tagging_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
+  model.compile(optimizer="sgd", loss=losses.tagging_loss(), jit_compile=False)
   assert model.evaluate(FEATURES, labels, verbose=0) == pytest.approx(expected, rel=1e-5)
 
 
@@ -85,8 +93,8 @@ def test_span_loss_is_the_mean_of_start_and_end_cross_entropy(encoder):
   start = log_probabilities[[0, 1], 0, positions[:, 0]]
   end = log_probabilities[[0, 1], 1, positions[:, 1]]
   expected = -np.mean((start + end) / 2)
-  assert float(heads.span_loss()(positions, logits)) == pytest.approx(expected, rel=1e-5)
-  model.compile(optimizer="sgd", loss=heads.span_loss(), jit_compile=False)
+  assert float(losses.span_loss()(positions, logits)) == pytest.approx(expected, rel=1e-5)
+  model.compile(optimizer="sgd", loss=losses.span_loss(), jit_compile=False)
   assert model.evaluate(FEATURES, positions, verbose=0) == pytest.approx(expected, rel=1e-5)
 
 

@@ -1,17 +1,15 @@
-"""The heads of the task kinds beside classification, each on a pre-trained encoder, with its
-loss. Layers are named as transformers names them, so that a Hugging Face export maps each
-weight one to one:
+"""The heads of the task kinds beside classification, each on a pre-trained encoder (their
+losses are in `losses.py`). Layers are named as transformers names them, so that a Hugging
+Face export maps each weight one to one:
 
 - Regression (STS-B): BERT's classification head with one output, `classifier` [hidden, 1] on
   the pooled `[CLS]` output (transformers' `BertForSequenceClassification`, `num_labels=1`,
-  `problem_type="regression"`); mean squared error.
+  `problem_type="regression"`).
 - Token tagging (CoNLL-2003): dropout, then `classifier` [hidden, tags] on every token
-  (`BertForTokenClassification`); cross-entropy over the labelled tokens only, a word's first
-  piece (`tagging.IGNORED_LABEL` elsewhere), averaged over them.
+  (`BertForTokenClassification`).
 - Spans (SQuAD): `qa_outputs` [hidden, 2] on every token, no dropout
   (`BertForQuestionAnswering`), its start and end logits set to `NOT_AN_ANSWER` outside
-  `[CLS]` (no answer) and the context; the cross-entropy of the start and of the end position,
-  averaged, as run_squad.py's loss.
+  `[CLS]` (no answer) and the context.
 
 Logits are float32 under mixed precision, as the classifier's.
 """
@@ -20,7 +18,6 @@ import keras
 from keras import ops
 
 from bert_tf.finetune.model import classifier_model
-from bert_tf.finetune.tagging import IGNORED_LABEL
 from bert_tf.model import encoder as encoder_lib
 
 NOT_AN_ANSWER = -10000.0  # a logit whose softmax is 0 in float32, as BERT's attention mask
@@ -45,9 +42,6 @@ def regression_model(encoder: keras.Model, *, initializer_range: float = 0.02) -
   return classifier_model(encoder, 1, initializer_range=initializer_range)
 
 
-def regression_loss() -> keras.losses.Loss:
-  return keras.losses.MeanSquaredError()
-
 
 # === Token tagging ===
 
@@ -62,11 +56,6 @@ def tagging_model(encoder: keras.Model, num_tags: int, *,
   logits = _dense(num_tags, initializer_range, "classifier")(sequence)
   return keras.Model(inputs, logits, name="bert_tagger")
 
-
-def tagging_loss() -> keras.losses.Loss:
-  """The mean cross-entropy of the labelled tokens (Keras's masked mean, which a strategy
-  divides across replicas as it does its other losses)."""
-  return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORED_LABEL)
 
 
 # === Spans ===
@@ -93,9 +82,3 @@ def span_model(encoder: keras.Model, *, initializer_range: float = 0.02) -> kera
   logits = ContextOnly(dtype="float32", name="context_only")(
       logits, inputs["segment_ids"], inputs["padding_mask"])
   return keras.Model(inputs, logits, name="bert_span_labeler")
-
-
-def span_loss() -> keras.losses.Loss:
-  """positions [batch, 2] (start, end) against span logits [batch, 2, seq]: the mean of the
-  start's and the end's cross-entropy over the batch."""
-  return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

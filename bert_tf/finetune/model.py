@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune.data import TextEncoder
+from bert_tf.finetune.losses import classification_loss
 from bert_tf.interop.source import open_source
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.bert_config import BertConfig
@@ -69,9 +70,10 @@ def compile_task_model(model: keras.Model, loss: keras.losses.Loss, *, learning_
 
 def compile_classifier(model: keras.Model, *, learning_rate: float, train_steps: int,
                        warmup_steps: int, jit_compile=False) -> keras.Model:
-  """The classifier compiled with BERT's recipe; cross-entropy on logits."""
+  """The classifier compiled with BERT's recipe; cross-entropy on logits, a mean over the
+  global batch (`losses.classification_loss`)."""
   return compile_task_model(
-      model, keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      model, classification_loss(),
       learning_rate=learning_rate, train_steps=train_steps, warmup_steps=warmup_steps,
       metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
       jit_compile=jit_compile)

@@ -11,7 +11,7 @@ trains.
 The features: each word is tokenized on its own by the pre-training tokenizer (so a word is
 never merged with its neighbour, and "U.S." may become several pieces) and labelled on its
 first WordPiece; its other pieces, `[CLS]`, `[SEP]` and the padding carry `IGNORED_LABEL`,
-which the tagging loss skips (`heads.tagging_loss`), as transformers' -100. A sentence longer
+which the tagging loss skips (`losses.tagging_loss`), as transformers' -100. A sentence longer
 than the sequence is cut: a word whose first piece is past the sequence's end has no label in
 the features and is predicted `O`, as is a word the tokenizer makes nothing of (only control or
 format characters).

@@ -26,6 +26,7 @@ from bert_tf.finetune import (
   batches,
   data,
   heads,
+  losses,
   metrics,
   regression,
   squad,
@@ -167,7 +168,7 @@ class Classification(TextTask):
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return losses.classification_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     classes = {name: predicted_classes(model, batches)
@@ -217,7 +218,7 @@ class Regression(TextTask):
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return heads.regression_loss()
+    return losses.regression_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     scores = np.concatenate([model(features, training=False).numpy()[:, 0]
@@ -271,7 +272,7 @@ class Tagging(TaskKind):
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return heads.tagging_loss()
+    return losses.tagging_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     logits = model.predict(self.dev_features.features, batch_size=DEV_BATCH, verbose=0)
@@ -334,7 +335,7 @@ class Answering(TaskKind):
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return heads.span_loss()
+    return losses.span_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, squad_answers.Answers]:
     logits = model.predict(self.dev_features.features, batch_size=DEV_BATCH, verbose=0)

@@ -28,7 +28,7 @@ def next_sentence_loss() -> keras.losses.Loss:
       from_logits=True, reduction="sum", name="nsp_loss")
 
 
-def _global_sum(value):
+def global_sum(value):
   context = tf.distribute.get_replica_context()
   return context.all_reduce(tf.distribute.ReduceOp.SUM, value) if context else value
 
@@ -41,7 +41,7 @@ def normalised_sample_weights(sample_weight: dict, mlm_loss_reduction: str,
   mlm = tf.cast(sample_weight["mlm"], tf.float32)
   nsp = tf.cast(sample_weight["nsp"], tf.float32)
   # One all-reduce for both totals: it runs every step.
-  mlm_total, nsp_total = tf.unstack(_global_sum(tf.stack([tf.reduce_sum(mlm),
+  mlm_total, nsp_total = tf.unstack(global_sum(tf.stack([tf.reduce_sum(mlm),
                                                           tf.reduce_sum(nsp)])))
   if mlm_loss_reduction == "mean":
     mlm = tf.math.divide_no_nan(mlm, mlm_total)
