@@ -142,7 +142,9 @@ class Chaos:
     self.survived = collections.Counter()
     self.problems = []
     self.attempts = 0
-    self.interval_seconds = 1.0  # one checkpoint interval's time, measured as the run goes
+    # One checkpoint interval's time, measured as the run goes (until then the fault falls
+    # right after a checkpoint: a guess could outlast the run's remaining steps).
+    self.interval_seconds = 0.0
 
   def schedule(self, count: int) -> list:
     """`count` faults, each kind in turn (so all appear from 4 on), in a random order."""
@@ -197,8 +199,9 @@ class Chaos:
 
   def _target(self, first: int, faults_left: int) -> int:
     """A checkpoint step 0 to 2 intervals after `first`, fewer when the steps left must be
-    shared by many faults; never the last step."""
-    last = (self.train_steps - 1) // self.every * self.every
+    shared by many faults; at least two intervals before the last step, so that the fault,
+    which waits up to an interval's time, falls before the run can finish."""
+    last = max(first, (self.train_steps - 1) // self.every * self.every - 2 * self.every)
     room = max(0, (last - first) // self.every // faults_left)
     return min(last, first + self.every * int(self.rng.integers(0, min(2, room) + 1)))
 
