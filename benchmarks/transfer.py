@@ -6,8 +6,13 @@ mean and spread of the kind's dev figure side by side.
     python benchmarks/transfer.py --model_dir=runs/quickstart --seeds=0,1,2
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=tag      # builtin_tag
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=answer   # builtin_answer
+    python benchmarks/transfer.py --model_dir=runs/quickstart --task=regress  # builtin_similar
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=regress \\
-        --train_file=train.tsv --dev_file=dev.tsv                            # no built-in one
+        --train_file=train.tsv --dev_file=dev.tsv --text_columns=sentence1,sentence2 \\
+        --label_column=score                                                 # your own
+
+A built-in task is read by its own columns (`builtin_tasks.columns`), the column flags by
+your own files.
 
 The figure is the best epoch's: dev accuracy (classify), Pearson (regress), entity F1 (tag),
 F1 (answer). A third column, `--contenders=ours,scratch,transformers`, fine-tunes
@@ -30,7 +35,8 @@ sys.path.insert(0, ROOT)
 
 FIGURES = {"classify": "dev_accuracy", "regress": "dev_pearson", "tag": "dev_entity_f1",
            "answer": "dev_f1"}
-BUILTIN = {"classify": "builtin", "tag": "builtin_tag", "answer": "builtin_answer"}
+BUILTIN = {"classify": "builtin", "regress": "builtin_similar", "tag": "builtin_tag",
+           "answer": "builtin_answer"}
 
 
 def finetune_config(args, seed: int, output_dir: str = "", from_scratch: bool = False):
@@ -100,10 +106,12 @@ def transformers_figure(args, seed: int, work_dir: str) -> float:
   if not os.path.exists(hf_dir):
     trained.export(trained.load_trained(args.model_dir), "hf", hf_dir)
   if args.task == "classify":
+    text_columns, label_column = (builtin_tasks.columns(args.train_file) or
+                                  (args.text_columns.split(","), args.label_column))
     return transfer_transformers.finetune_transformers(
         hf_dir, builtin_tasks.resolve(args.train_file, args.data_dir, "train", "classify"),
         builtin_tasks.resolve(args.dev_file, args.data_dir, "dev", "classify"),
-        text_columns=tuple(args.text_columns.split(",")), label_column=args.label_column,
+        text_columns=tuple(text_columns), label_column=label_column,
         epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
         seq_length=args.seq_length, seed=seed, verbose=False)
   kind = task_kind(finetune_config(args, seed))
@@ -132,8 +140,9 @@ def main():
   parser.add_argument("--train_file", default="", help="default: the kind's built-in task")
   parser.add_argument("--dev_file", default="", help="default: the training file's")
   parser.add_argument("--data_dir", default="data")
-  parser.add_argument("--text_columns", default="text")
-  parser.add_argument("--label_column", default="label")
+  parser.add_argument("--text_columns", default="text", help="your own TSV's (a built-in "
+                      "task has its own)")
+  parser.add_argument("--label_column", default="label", help="your own TSV's")
   parser.add_argument("--epochs", type=int, default=3)
   parser.add_argument("--learning_rate", type=float, default=1e-3)
   parser.add_argument("--batch_size", type=int, default=32)
@@ -144,11 +153,9 @@ def main():
   parser.add_argument("--seeds", default="0,1,2")
   parser.add_argument("--contenders", default="ours,scratch")
   args = parser.parse_args()
-  args.train_file = args.train_file or BUILTIN.get(args.task, "")
+  args.train_file = args.train_file or BUILTIN[args.task]
   args.dev_file = args.dev_file or args.train_file
   args.seq_length = args.seq_length or (128 if args.task == "answer" else 64)
-  if not args.train_file:
-    parser.error(f"--task={args.task} has no built-in task: give --train_file and --dev_file")
   from bert_tf import console
   console.start(sys.argv)
   console.configure(-1)  # only warnings: the table is the output

@@ -1,17 +1,26 @@
 """The built-in labelled tasks: files made from the built-in corpus, the same on every call,
 train and dev disjoint, read by fine-tuning's readers. Classification: GLUE-style TSV, every
 class in both files; tagging: CoNLL-style, the quoted code terms in BIO form; question
-answering: SQuAD JSON whose answers are at their offsets."""
+answering: SQuAD JSON whose answers are at their offsets; regression: STS-B-style pairs
+scored by the share of words the second sentence keeps, read by their own columns."""
 
 import collections
 import csv
 import json
+import random
 
 import pytest
 
-from bert_tf.data import builtin_answering, builtin_tagging, builtin_task, builtin_tasks
+from bert_tf.data import (
+  builtin_answering,
+  builtin_similarity,
+  builtin_tagging,
+  builtin_task,
+  builtin_tasks,
+)
 from bert_tf.errors import UserError
-from bert_tf.finetune import squad, tagging
+from bert_tf.finetune import FinetuneConfig, squad, tagging
+from bert_tf.finetune.tasks import task_kind
 
 
 def read(path):
@@ -101,3 +110,54 @@ def test_answering_files_are_squad_with_answers_at_their_offsets(tmp_path):
                "answers": [{"text": "pass", "answer_start": 5}]},
               {"id": "builtin-7-1", "question": "Then what.",
                "answers": [{"text": "x", "answer_start": 23}]}]}
+
+
+def test_similarity_files_are_pairs_scored_by_the_share_of_words_kept(tmp_path):
+  train_path, dev_path = builtin_tasks.task_files("builtin_similar", str(tmp_path))
+  assert train_path.endswith("builtin_similar/train.tsv")
+  train, dev = read(train_path), read(dev_path)
+  assert train[0] == dev[0] == ["sentence1", "sentence2", "score"]
+  train, dev = train[1:], dev[1:]
+  assert len(train) >= 500 and len(dev) >= 150
+  for first, second, score in train + dev:
+    words, kept_or_not = first.split(), second.split()
+    assert len(words) == len(kept_or_not)
+    assert builtin_similarity.MIN_WORDS <= len(words) <= builtin_similarity.MAX_WORDS
+    # A word is kept as it is or replaced by a different one, case aside.
+    assert all(a == b or a.lower() != b.lower() for a, b in zip(words, kept_or_not))
+    assert score == f"{sum(a == b for a, b in zip(words, kept_or_not)) / len(words):.2f}"
+  # Each share aimed at is a fifth of each file (a score is within half a word of its aim).
+  for rows in (train, dev):
+    aims = collections.Counter(round(float(score) * 4) / 4 for _, _, score in rows)
+    assert sorted(aims) == list(builtin_similarity.KEPT)
+    assert max(aims.values()) - min(aims.values()) <= 1, aims
+  # No sentence of dev is in the training file; a pair's donor is of the pair's split (a
+  # pair that keeps nothing is its donor's first words).
+  assert not {first for first, _, _ in dev} & {text for row in train for text in row[:2]}
+  for rows, sentences in zip((train, dev), builtin_similarity.split_sentences()):
+    starts = [" ".join(words) + " " for _, words in sentences]
+    assert all(any(start.startswith(second + " ") for start in starts)
+               for _, second, score in rows if score == "0.00")
+  assert builtin_similarity.changed("A b c d".split(), "a x c z".split(), 0.5,
+                                    random.Random(0)) == "A x c z".split()
+  assert builtin_similarity.changed("a b c d".split(), "a x c z".split(), 0.0,
+                                    random.Random(0)) is None  # two places the same
+  assert builtin_similarity.changed("a b c".split(), "x y".split(), 1.0,
+                                    random.Random(0)) is None  # too short
+
+
+def test_a_built_in_tsv_task_is_read_by_its_own_columns(tmp_path):
+  assert builtin_tasks.columns("builtin_similar") == (["sentence1", "sentence2"], "score")
+  assert builtin_tasks.columns("builtin") == (["text"], "label")
+  assert builtin_tasks.columns("builtin_tag") is None
+  assert builtin_tasks.columns("mine.tsv") is None
+  files = dict(train_file="builtin_similar", dev_file="builtin_similar",
+               data_dir=str(tmp_path))
+  # The column flags left at their defaults, or naming the task's own columns.
+  for columns in ({}, dict(text_columns="sentence1,sentence2", label_column="score")):
+    kind = task_kind(FinetuneConfig(task="regress", **files, **columns))
+    assert kind.pair and len(kind.train) >= 500 and len(kind.dev) >= 150
+    assert 0 <= min(kind.train_targets) < max(kind.train_targets) <= 1
+  with pytest.raises(UserError, match="^builtin_similar is the built-in regress task, not a "
+                     "classify task"):
+    task_kind(FinetuneConfig(task="classify", **files))

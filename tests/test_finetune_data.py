@@ -72,7 +72,10 @@ def test_one_text_is_cls_text_sep_padded(text_encoder, vocab_file):
 
 
 def test_a_pair_is_cut_longer_first(text_encoder, vocab_file):
-  features = text_encoder.features(tf.constant(["a b c d e f"]), tf.constant(["x y"]))
+  features = text_encoder.features(tf.constant(["a b c d e f", "a b c d e f g h i j"]),
+                                   tf.constant(["x y", ""]))
+  # An empty second text is none (original BERT's): `[CLS] a [SEP]`, its room left to a.
   assert features["token_ids"].numpy().tolist() == [
-      ids(vocab_file, ["[CLS]", *"abcde", "[SEP]", "x", "y", "[SEP]"])]
-  assert features["segment_ids"].numpy().tolist() == [[0] * 7 + [1] * 3]
+      ids(vocab_file, ["[CLS]", *"abcde", "[SEP]", "x", "y", "[SEP]"]),
+      ids(vocab_file, ["[CLS]", *"abcdefgh", "[SEP]"])]
+  assert features["segment_ids"].numpy().tolist() == [[0] * 7 + [1] * 3, [0] * 10]

@@ -302,7 +302,7 @@ def test_each_kind_checks_its_files_before_anything_trains(files, tmp_path):
        "--seq_length 32 - --max_query_length 8 - 3)"),
       (dict(task="regress", train_file="builtin_answer", dev_file="builtin_answer"),
        "builtin_answer is the built-in answer task, not a regress task: use --task=answer "
-       "(there is no built-in regress task)"),
+       "(the built-in regress task is builtin_similar)"),
   ]
   for settings, message in cases:
     task = settings["task"]

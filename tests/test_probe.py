@@ -30,10 +30,20 @@ TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global
             serving_export=False)
 
 
-def test_a_probe_file_without_its_column_is_one_user_error(data_dir):
+def test_a_probe_file_without_its_column_is_one_user_error(data_dir, tmp_path):
+  mine = tmp_path / "mine.tsv"
+  mine.write_text("text\tlabel\nA sentence.\tyes\nAnother one.\tno\n")
   with pytest.raises(UserError, match="has no column topic"):
-    probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file="builtin",
-                                  probe_dev_file="builtin", probe_label_column="topic"))
+    probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file=str(mine),
+                                  probe_dev_file=str(mine), probe_label_column="topic"))
+  # A built-in task is read by its own columns, whatever the column flags say; its kind is
+  # its own.
+  probe.check_probe(TrainConfig(data_dir=data_dir, probe_train_file="builtin",
+                                probe_dev_file="builtin", probe_label_column="topic"))
+  similar = TrainConfig(data_dir=data_dir, probe_train_file="builtin_similar",
+                        probe_dev_file="builtin_similar")
+  assert probe.probe_kind(similar) == "regress"
+  probe.check_probe(similar)
 
 
 def regression_files(directory) -> tuple[str, str]:

@@ -36,11 +36,20 @@ _QUOTED = re.compile(r'"([^"]+)"')
 _EXCEPTION = re.compile(r"\w*(?:Error|Exception|Warning)")
 
 
+def topic_prose() -> list[tuple[str, str]]:
+  """(topic, sentence) of the reference's prose sentences, topics in name order, each sentence
+  once (under the first topic that has it)."""
+  topics = {}
+  for name in sorted(pydoc_topics.topics):
+    for sentence in topic_sentences(pydoc_topics.topics[name]):
+      if prose(sentence):
+        topics.setdefault(sentence, name)
+  return [(name, sentence) for sentence, name in topics.items()]
+
+
 def prose_sentences() -> list[str]:
   """The reference's prose sentences, topics in name order, each sentence once."""
-  return list(dict.fromkeys(sentence for name in sorted(pydoc_topics.topics)
-                            for sentence in topic_sentences(pydoc_topics.topics[name])
-                            if prose(sentence)))
+  return [sentence for _, sentence in topic_prose()]
 
 
 def term_type(term: str) -> str:

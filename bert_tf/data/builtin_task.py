@@ -21,7 +21,7 @@ SUFFIX = ".tsv"
 NUM_CLASSES = 4
 MIN_WORDS = 6
 DEV_EVERY = 5
-TEXT_COLUMN, LABEL_COLUMN = "text", "label"
+TEXT_COLUMNS, LABEL_COLUMN = ("text",), "label"
 
 
 def prose(sentence: str) -> bool:
@@ -46,7 +46,7 @@ def examples() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
 
 def _tsv(rows: list[tuple[str, str]]) -> str:
   return "".join(f"{text}\t{label}\n" for text, label in
-                 [(TEXT_COLUMN, LABEL_COLUMN), *rows])
+                 [(*TEXT_COLUMNS, LABEL_COLUMN), *rows])
 
 
 def texts() -> tuple[str, str]:

@@ -5,11 +5,15 @@ have tasks on every machine without a download:
 - `builtin` (classify): which help topic a sentence is from (`builtin_task`);
 - `builtin_tag` (tag): the quoted code terms of the prose, in BIO form (`builtin_tagging`);
 - `builtin_answer` (answer): SQuAD questions restating a sentence with its quoted term asked
-  for (`builtin_answering`).
+  for (`builtin_answering`);
+- `builtin_similar` (regress): how much of a sentence a second one keeps, STS-B-style pairs
+  (`builtin_similarity`).
 
 A task's name stands for its file of either split wherever a task file is given
-(--train_file, --dev_file and their probe_ forms); the files are written under the data
-directory, `<data_dir>/<directory>/train<suffix>` and `dev<suffix>`, on first use.
+(--train_file, --dev_file and their probe_ forms), and a TSV task's for its columns too
+(`columns`), as a GLUE task's name does: the column flags are for the user's own files. The
+files are written under the data directory, `<data_dir>/<directory>/train<suffix>` and
+`dev<suffix>`, on first use.
 """
 
 import os
@@ -17,17 +21,26 @@ import os
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import builtin_answering, builtin_tagging, builtin_task
+from bert_tf.data import builtin_answering, builtin_similarity, builtin_tagging, builtin_task
 from bert_tf.errors import UserError
 
-TASKS = {module.NAME: module for module in (builtin_task, builtin_tagging, builtin_answering)}
+TASKS = {module.NAME: module for module in (builtin_task, builtin_tagging, builtin_answering,
+                                            builtin_similarity)}
 _DIRECTORIES = {builtin_task.NAME: "builtin_task"}  # the classification task's, as before
 SPLITS = ("train", "dev")
 
 
 def kind_of(path: str) -> str | None:
-  """The task kind of a built-in task's name (`classify`, `tag`, `answer`); None for a file."""
+  """The task kind of a built-in task's name (`classify`, `regress`, `tag`, `answer`); None
+  for a file."""
   return TASKS[path].KIND if path in TASKS else None
+
+
+def columns(path: str) -> tuple[list[str], str] | None:
+  """(text columns, label column) of a built-in TSV task's name; None for a file or a task
+  of another format."""
+  task = TASKS.get(path)
+  return (list(task.TEXT_COLUMNS), task.LABEL_COLUMN) if task and task.SUFFIX == ".tsv" else None
 
 
 def task_files(name: str, data_dir: str) -> tuple[str, str]:

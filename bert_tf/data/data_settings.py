@@ -59,8 +59,8 @@ class ColumnsConfig:
   """The columns of a labelled task's TSV files, named by a header row (GLUE's) or numbered."""
 
   text_columns: str = setting(
-      "text", "The text column, or two for a pair of texts (`sentence1,sentence2`).",
-      change=STREAM)
+      "text", "The text column, or two for a pair of texts (`sentence1,sentence2`); a "
+      "built-in task's files are read by their own.", change=STREAM)
   label_column: str = setting("label", "The label column (any strings; the classes are the "
                               "training file's sorted distinct labels).", change=STREAM)
   no_header: bool = setting(False, "The files have no header row (CoLA's): the columns are "

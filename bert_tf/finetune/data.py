@@ -124,7 +124,8 @@ def read_task(train_file: str, dev_file: str, text_columns: str, label_column: s
 class TextEncoder(tf.Module):
   """Raw text (one string tensor, or two for pairs) -> the encoder's features, padded to
   `seq_length`: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, the longer text cut first, as in
-  pre-training."""
+  pre-training. An empty second text is none, as in original BERT's run_classifier.py:
+  `[CLS] a [SEP]` (as the SavedModel's and the verification's inputs have it)."""
 
   def __init__(self, vocabulary: Vocabulary, *, lower_case: bool, seq_length: int):
     super().__init__(name="text_encoder")
@@ -141,11 +142,16 @@ class TextEncoder(tf.Module):
       segments = [segments[0][:, :self.seq_length - 2]]
     else:
       segments.append(self._tokens(text_b))
-      budget = tf.fill(tf.shape(text_a), tf.constant(self.seq_length - 3, tf.int64))
+      has_b = segments[1].row_lengths() > 0
+      budget = self.seq_length - 2 - tf.cast(has_b, tf.int64)
       fits = trimmed_lengths(segments[0].row_lengths(), segments[1].row_lengths(), budget)
       segments = [tf.ragged.boolean_mask(s, tf.ragged.range(s.row_lengths()) < fit[:, None])
                   for s, fit in zip(segments, fits)]
     token_ids, segment_ids = tf_text.combine_segments(segments, self.cls_id, self.sep_id)
+    if text_b is not None:  # combine_segments ends an empty B with a [SEP] too: not kept
+      keep = ~((segment_ids == 1) & ~has_b[:, None])
+      token_ids, segment_ids = (tf.ragged.boolean_mask(ids, keep)
+                                for ids in (token_ids, segment_ids))
     token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     return {"token_ids": tf.cast(token_ids, tf.int32),

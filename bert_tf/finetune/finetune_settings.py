@@ -30,8 +30,9 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
       change=NOTED)
   train_file: str = setting("", "Training file: a TSV with a header row (classify, regress), "
                             "CoNLL-style (tag), SQuAD JSON (answer); or a built-in task: "
-                            "`builtin` (classify), `builtin_tag` (tag), `builtin_answer` "
-                            "(answer).", change=STREAM)
+                            "`builtin` (classify), `builtin_similar` (regress), `builtin_tag` "
+                            "(tag), `builtin_answer` (answer), a TSV one read by its own "
+                            "columns.", change=STREAM)
   dev_file: str = setting("", "Dev file, of the training file's kind, scored after each epoch; "
                           "or the training file's built-in task.", change=NOTED)
   output_dir: str = setting("", "Where metrics.json, task.json, the best epoch's "

@@ -100,16 +100,25 @@ class TaskKind:
 # === Classification and regression: texts or pairs in a TSV ===
 
 
+def text_examples(config: FinetuneConfig, given: str, path: str) -> data.Examples:
+  """The examples of the TSV file `path` (`given`, as the flag names it): a built-in task's by
+  its own columns (`builtin_tasks.columns`), any other file by the column flags."""
+  builtin = builtin_tasks.columns(given)
+  if builtin:
+    return data.read_examples(path, *builtin, header=True)
+  return data.read_examples(path, data.column_names(config.text_columns), config.label_column,
+                            header=not config.no_header)
+
+
 def text_splits(config: FinetuneConfig, train_file: str, dev_file: str) -> tuple:
   """(GLUE task or None, training set, {dev set's name: examples}) of a TSV task: a GLUE
   task's files as it ships them (`--glue_task`; MNLI has two dev sets), else `train_file`
-  and `dev_file` (the one dev set named "") by the column flags."""
+  and `dev_file` (the one dev set named ""), by their columns (`text_examples`)."""
   if config.glue_task:
     glue = glue_tasks.glue_task(config.glue_task)
     return (glue, *glue_reading.read_splits(glue, config.glue_dir))
-  columns = data.column_names(config.text_columns)
-  train, dev = (data.read_examples(path, columns, config.label_column, header=not config.no_header)
-                for path in (train_file, dev_file))
+  train, dev = (text_examples(config, given, path) for given, path in
+                ((config.train_file, train_file), (config.dev_file, dev_file)))
   return None, train, {"": dev}
 
 

@@ -34,8 +34,9 @@ class ProbeConfig:
   probe_train_file: str = setting(
       "", "The probe's training file, of any task kind (--probe_task): a TSV with a header row "
       "(--probe_text_columns, --probe_label_column), CoNLL-style or SQuAD JSON; or a built-in "
-      "task: `builtin` (classify), `builtin_tag` (tag), `builtin_answer` (answer). Empty: no "
-      "probe.", change=NOTED)
+      "task: `builtin` (classify), `builtin_similar` (regress), `builtin_tag` (tag), "
+      "`builtin_answer` (answer), a TSV one read by its own columns. Empty: no probe.",
+      change=NOTED)
   probe_dev_file: str = setting("", "The probe's dev file, of the training file's kind, or the "
                                 "training file's built-in task.", change=NOTED)
   probe_task: str = setting(
@@ -44,8 +45,8 @@ class ProbeConfig:
       "a file whose first line ends in a BIO tag; else classify).", choices=("", *PROBE_FIGURES),
       change=NOTED)
   probe_text_columns: str = setting(
-      "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`).",
-      change=NOTED)
+      "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`); "
+      "a built-in task's files are read by their own.", change=NOTED)
   probe_label_column: str = setting("label", "The probe's label column.", change=NOTED)
   probe_steps: int = setting(50, "Fine-tuning steps of each probe (batches of 32).",
                              change=NOTED)
