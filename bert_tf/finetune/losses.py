@@ -33,13 +33,12 @@ class GlobalMean(keras.losses.Loss):
     self.elements, self.ignored = elements, ignored
 
   def call(self, y_true, y_pred):
-    if self.ignored is None:
-      weights = ops.ones(ops.shape(y_true)[:ops.ndim(y_pred) - 1], "float32")
-    else:
-      weights = ops.cast(ops.not_equal(y_true, self.ignored), "float32")
-      y_true = ops.where(ops.not_equal(y_true, self.ignored), y_true, 0)
-    values = ops.cast(self.elements(y_true, y_pred), "float32") * weights
-    return ops.divide_no_nan(values, global_sum(ops.sum(weights)))
+    kept = None if self.ignored is None else ops.not_equal(y_true, self.ignored)
+    if kept is not None:
+      y_true = ops.where(kept, y_true, 0)  # any class: its loss is weighed 0
+    values = ops.cast(self.elements(y_true, y_pred), "float32")
+    weights = ops.ones_like(values) if kept is None else ops.cast(kept, "float32")
+    return ops.divide_no_nan(values * weights, global_sum(ops.sum(weights)))
 
 
 def _cross_entropy(y_true, y_pred):
