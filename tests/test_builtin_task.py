@@ -1,6 +1,7 @@
 """The built-in labelled tasks: files made from the built-in corpus, the same on every call,
 train and dev disjoint, read by fine-tuning's readers. Classification: GLUE-style TSV, every
-class in both files; tagging: CoNLL-style, the quoted code terms in BIO form; question
+class in both files; tagging: CoNLL-style, the quoted code terms in BIO form, and the words
+swapped in from another sentence; question
 answering: SQuAD JSON whose answers are at their offsets; regression: STS-B-style pairs
 scored by the share of words the second sentence keeps, read by their own columns."""
 
@@ -14,6 +15,7 @@ import pytest
 from bert_tf.data import (
   builtin_answering,
   builtin_similarity,
+  builtin_swaps,
   builtin_tagging,
   builtin_task,
   builtin_tasks,
@@ -86,6 +88,39 @@ def test_tagging_files_are_bio_and_tag_quoted_terms(tmp_path):
        "raises", '"', "KeyError", '"', "."],
       ["O", "O", "B-KEYWORD", "O", "O", "O", "O", "O", "B-CODE", "I-CODE", "I-CODE", "I-CODE",
        "I-CODE", "O", "O", "O", "B-EXCEPTION", "O", "O"])
+
+
+def test_swap_files_tag_the_words_swapped_in_from_another_topics_sentence(tmp_path):
+  train_path, dev_path = builtin_tasks.task_files("builtin_swap", str(tmp_path))
+  assert train_path.endswith("builtin_swap/train.conll")
+  train, dev, tags = tagging.read_tagging_task(train_path, dev_path)  # every line checked
+  assert tags == ["B-SWAP", "I-SWAP", "O"]
+  assert len(train) >= 1000 and len(dev) >= 250
+  # Each sentence is a prose sentence of its split with one or two runs swapped: its O words
+  # are the original's, its swapped words differ from those they replace, case aside.
+  originals = {split: [words for _, words in sentences]
+               for split, sentences in zip(("train", "dev"), builtin_swaps.split_sentences())}
+  for split, sentences in (("train", train), ("dev", dev)):
+    by_length = collections.defaultdict(list)
+    for words in originals[split]:
+      by_length[len(words)].append(words)
+    for words, sentence_tags in zip(sentences.words, sentences.tags):
+      runs = sum(tag == "B-SWAP" for tag in sentence_tags)
+      assert 1 <= runs <= 2 and builtin_swaps.MIN_WORDS <= len(words) <= builtin_swaps.MAX_WORDS
+      original = next(o for o in by_length[len(words)]
+                      if all(w == x for w, x, t in zip(words, o, sentence_tags) if t == "O"))
+      for word, before, tag in zip(words, original, sentence_tags):
+        assert tag == "O" or (word.lower() != before.lower()
+                              and len(word) >= builtin_swaps.MIN_LETTERS)
+  # Dev's sentences are not in the training file, swapped or not.
+  assert not {" ".join(w) for w in originals["dev"]} & {" ".join(w) for w in originals["train"]}
+  rng = random.Random(0)
+  words, donor = "The list method appends items".split(), "A dict value returns keys".split()
+  swapped_words, swap_tags = builtin_swaps.swapped(words, donor, 1, rng)
+  assert swap_tags[0] == "O"  # `The` and `A`: too short to swap
+  assert [w for w, t in zip(swapped_words, swap_tags) if t != "O"] == [
+      d for d, t in zip(donor, swap_tags) if t != "O"]
+  assert builtin_swaps.swapped(words, "The list method appends items".split(), 1, rng) is None
 
 
 def test_answering_files_are_squad_with_answers_at_their_offsets(tmp_path):

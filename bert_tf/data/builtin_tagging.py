@@ -31,7 +31,7 @@ SUFFIX = ".conll"
 MAX_WORDS = 40
 TYPES = ("CODE", "EXCEPTION", "KEYWORD")
 
-_WORD = re.compile(r"\w+|[^\w\s]")
+WORD = re.compile(r"\w+|[^\w\s]")
 _QUOTED = re.compile(r'"([^"]+)"')
 _EXCEPTION = re.compile(r"\w*(?:Error|Exception|Warning)")
 
@@ -64,10 +64,10 @@ def tagged_words(sentence: str) -> tuple[list[str], list[str]]:
   types = {}  # character offset of a quoted word -> (its term's type, whether it is the first)
   for quoted in _QUOTED.finditer(sentence):
     kind = term_type(quoted.group(1).strip())
-    for i, word in enumerate(_WORD.finditer(quoted.group(1))):
+    for i, word in enumerate(WORD.finditer(quoted.group(1))):
       types[quoted.start(1) + word.start()] = (kind, i == 0)
   words, tags = [], []
-  for word in _WORD.finditer(sentence):
+  for word in WORD.finditer(sentence):
     words.append(word.group())
     kind, first = types.get(word.start(), (None, False))
     tags.append("O" if kind is None else ("B-" if first else "I-") + kind)

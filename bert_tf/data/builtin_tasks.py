@@ -7,7 +7,9 @@ have tasks on every machine without a download:
 - `builtin_answer` (answer): SQuAD questions restating a sentence with its quoted term asked
   for (`builtin_answering`);
 - `builtin_similar` (regress): how much of a sentence a second one keeps, STS-B-style pairs
-  (`builtin_similarity`).
+  (`builtin_similarity`);
+- `builtin_swap` (tag): the words of a sentence swapped for another sentence's, in BIO form
+  (`builtin_swaps`): a tagging task that needs the context, as `builtin_tag` does not.
 
 A task's name stands for its file of either split wherever a task file is given
 (--train_file, --dev_file and their probe_ forms), and a TSV task's for its columns too
@@ -21,11 +23,17 @@ import os
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import builtin_answering, builtin_similarity, builtin_tagging, builtin_task
+from bert_tf.data import (
+  builtin_answering,
+  builtin_similarity,
+  builtin_swaps,
+  builtin_tagging,
+  builtin_task,
+)
 from bert_tf.errors import UserError
 
 TASKS = {module.NAME: module for module in (builtin_task, builtin_tagging, builtin_answering,
-                                            builtin_similarity)}
+                                            builtin_similarity, builtin_swaps)}
 _DIRECTORIES = {builtin_task.NAME: "builtin_task"}  # the classification task's, as before
 SPLITS = ("train", "dev")
 
