@@ -128,20 +128,35 @@ def finetune_transformers(hf_dir: str, train_file: str, dev_file: str, *,
   steps_per_epoch = -(-len(train_texts) // batch_size)
   optimizer, schedule = _recipe(model, learning_rate, steps_per_epoch * epochs, warmup_proportion)
   shuffler = torch.Generator().manual_seed(seed)
-  best, step = 0.0, 0
-  for epoch in range(1, epochs + 1):
-    model.train()
+
+  def epoch_batches(epoch):
     order = torch.randperm(len(train_texts), generator=shuffler).tolist()
-    for encoded, gold in _batches(tokenizer, train_texts, train_ids, seq_length, batch_size,
-                                  order):
-      loss = _step(model, optimizer, schedule, model(**encoded, labels=gold).loss)
+    return _batches(tokenizer, train_texts, train_ids, seq_length, batch_size, order)
+
+  return _train(model, optimizer, schedule, epochs, epoch_batches,
+                lambda encoded, gold: model(**encoded, labels=gold).loss,
+                lambda: _accuracy(model, tokenizer, dev_texts, dev_ids, seq_length, batch_size),
+                "dev accuracy", max_steps=max_steps, verbose=verbose)
+
+
+def _train(model, optimizer, schedule, epochs: int, epoch_batches, loss_of, evaluate,
+           figure_name: str, *, max_steps: int | None, verbose: bool) -> float:
+  """Trains `model` for `epochs` on `epoch_batches(epoch)` ((inputs, targets) batches),
+  minimising `loss_of(inputs, targets)`, and returns the best of `evaluate()` after each
+  epoch; `max_steps` stops early."""
+  best, step = -float("inf"), 0
+  for epoch in range(epochs):
+    model.train()
+    for inputs, targets in epoch_batches(epoch):
+      loss = _step(model, optimizer, schedule, loss_of(inputs, targets))
       step += 1
       if max_steps is not None and step >= max_steps:
         break
-    accuracy = _accuracy(model, tokenizer, dev_texts, dev_ids, seq_length, batch_size)
-    best = max(best, accuracy)
+    figure = evaluate()
+    best = max(best, figure)
     if verbose:
-      print(f"epoch {epoch}: step {step}, loss {loss.item():.4f}, dev accuracy {accuracy:.4f}")
+      print(f"epoch {epoch + 1}: step {step}, loss {loss.item():.4f}, {figure_name} "
+            f"{figure:.4f}")
     if max_steps is not None and step >= max_steps:
       break
   return best
@@ -217,22 +232,10 @@ def finetune_task(hf_dir: str, kind: str, epoch_batches, score, *, num_labels: i
     with torch.no_grad():
       return _our_layout(kind, model(**_torch_inputs(features)))
 
-  best, step = -float("inf"), 0
-  for epoch in range(epochs):
-    model.train()
-    for features, labels in epoch_batches(epoch):
-      loss = _step(model, optimizer, schedule,
-                   model(**_torch_inputs(features), **_torch_targets(kind, labels)).loss)
-      step += 1
-      if max_steps is not None and step >= max_steps:
-        break
-    figure = score(predict)
-    best = max(best, figure)
-    if verbose:
-      print(f"epoch {epoch + 1}: step {step}, loss {loss.item():.4f}, dev {figure:.4f}")
-    if max_steps is not None and step >= max_steps:
-      break
-  return best
+  return _train(model, optimizer, schedule, epochs, epoch_batches,
+                lambda features, labels: model(**_torch_inputs(features),
+                                               **_torch_targets(kind, labels)).loss,
+                lambda: score(predict), "dev", max_steps=max_steps, verbose=verbose)
 
 
 def main():
