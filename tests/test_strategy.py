@@ -15,6 +15,13 @@ def test_global_batch_must_divide_among_replicas():
     per_replica_batch_size(TwoReplicas(), 33)
 
 
+def test_a_process_makes_each_strategy_once():
+  """Every run in a process (a sweep's) gets the same strategy: a second MirroredStrategy of
+  the same devices would clash with the first's collective ops."""
+  assert create_strategy("mirrored") is create_strategy("mirrored")
+  assert create_strategy("default") is tf.distribute.get_strategy()
+
+
 def test_unknown_strategy_is_a_user_error():
   with pytest.raises(UserError, match="unknown strategy 'gpus'"):
     create_strategy("gpus")

@@ -1,5 +1,6 @@
 """The `tf.distribute` strategy named by `--strategy`, and input sharded for it."""
 
+import functools
 import logging
 import os
 
@@ -11,7 +12,19 @@ from bert_tf.runtime.runtime_settings import STRATEGIES
 log = logging.getLogger("bert_tf")
 
 
+@functools.cache
 def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
+  """The strategy `name` (`new_strategy`), made once per process and reused by every run in
+  it (a sweep's runs, the probe's): a second `MirroredStrategy` of the same devices numbers its
+  collective ops as the first did, and TensorFlow, which remembers the first's shapes under
+  those numbers, fails the second run with a shape mismatch; a TPU system and a cluster's
+  collectives are set up once per process, too."""
+  return new_strategy(name, tpu)
+
+
+def new_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
+  """A new strategy of the kind `name` (`--strategy`), on this machine's devices (`tpu`: the
+  TPU's address)."""
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "mirrored":
