@@ -99,7 +99,8 @@ def test_swap_files_tag_the_words_swapped_in_from_another_topics_sentence(tmp_pa
   # Each sentence is a prose sentence of its split with one or two runs swapped: its O words
   # are the original's, its swapped words differ from those they replace, case aside.
   originals = {split: [words for _, words in sentences]
-               for split, sentences in zip(("train", "dev"), builtin_swaps.split_sentences())}
+               for split, sentences in zip(("train", "dev"), builtin_similarity.split_sentences(
+                   builtin_tagging.WORD.findall))}
   for split, sentences in (("train", train), ("dev", dev)):
     by_length = collections.defaultdict(list)
     for words in originals[split]:

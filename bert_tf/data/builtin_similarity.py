@@ -29,7 +29,9 @@ under the data directory on first use (`builtin_tasks`).
 """
 
 import bisect
+import functools
 import random
+from collections.abc import Callable
 
 from bert_tf.data.builtin_tagging import topic_prose
 from bert_tf.data.builtin_task import DEV_EVERY
@@ -44,13 +46,24 @@ SEED = 27
 DONOR_TRIES = 100  # random sentences tried as a pair's donor before the pair is left out
 
 
-def split_sentences() -> tuple[list, list]:
-  """(train, dev) lists of (topic, words) of the prose sentences, every `DEV_EVERY`-th to
-  dev."""
+def split_sentences(words_of: Callable[[str], list[str]] = str.split) -> tuple[list, list]:
+  """(train, dev) lists of (topic, `words_of(sentence)`) of the prose sentences, every
+  `DEV_EVERY`-th to dev."""
   train, dev = [], []
   for i, (topic, sentence) in enumerate(topic_prose()):
-    (dev if i % DEV_EVERY == DEV_EVERY - 1 else train).append((topic, sentence.split()))
+    (dev if i % DEV_EVERY == DEV_EVERY - 1 else train).append((topic, words_of(sentence)))
   return train, dev
+
+
+def donated(topic: str, donors: list, make: Callable, rng: random.Random):
+  """`make(donor words)` of the first of up to `DONOR_TRIES` random `donors` ((topic, words))
+  of a topic other than `topic` for which it is not None; None if there is none."""
+  for _ in range(DONOR_TRIES):
+    donor_topic, donor = donors[rng.randrange(len(donors))]
+    result = None if donor_topic == topic else make(donor)
+    if result is not None:
+      return result
+  return None
 
 
 def changed(words: list[str], donor: list[str], kept: float,
@@ -77,14 +90,11 @@ def pairs(sentences: list, rng: random.Random) -> list[tuple[str, str, float]]:
             if MIN_WORDS <= len(words) <= MAX_WORDS]
   for i, (topic, words) in enumerate(chosen):
     kept = KEPT[i % len(KEPT)]
-    first_long_enough = bisect.bisect_left(lengths, len(words))
-    for _ in range(DONOR_TRIES):
-      donor_topic, donor = donors[rng.randrange(first_long_enough, len(donors))]
-      second = None if donor_topic == topic else changed(words, donor, kept, rng)
-      if second is not None:
-        same = sum(word == other for word, other in zip(words, second))
-        rows.append((" ".join(words), " ".join(second), same / len(words)))
-        break
+    long_enough = donors[bisect.bisect_left(lengths, len(words)):]
+    second = donated(topic, long_enough, functools.partial(changed, words, kept=kept, rng=rng), rng)
+    if second is not None:
+      same = sum(word == other for word, other in zip(words, second))
+      rows.append((" ".join(words), " ".join(second), same / len(words)))
   return rows
 
 

@@ -20,10 +20,11 @@ Sentences are split as the other built-in tasks split them: every `DEV_EVERY`-th
 others to training, a sentence's donor from its own split.
 """
 
+import functools
 import random
 
-from bert_tf.data.builtin_tagging import WORD, topic_prose
-from bert_tf.data.builtin_task import DEV_EVERY
+from bert_tf.data.builtin_similarity import donated, split_sentences
+from bert_tf.data.builtin_tagging import WORD, conll
 
 NAME = "builtin_swap"
 KIND = "tag"
@@ -33,17 +34,6 @@ MIN_WORDS, MAX_WORDS = 8, 40
 MAX_RUN = 3  # the most consecutive words a run replaces
 MIN_LETTERS = 4  # shorter words (`a`, `of`, `the`) fit anywhere: they are not swapped
 SEED = 29
-DONOR_TRIES = 100  # donors tried for a sentence before it is left out
-
-
-def split_sentences() -> tuple[list, list]:
-  """(train, dev) lists of (topic, words) of the prose sentences, every `DEV_EVERY`-th to
-  dev."""
-  train, dev = [], []
-  for i, (topic, sentence) in enumerate(topic_prose()):
-    words = WORD.findall(sentence)
-    (dev if i % DEV_EVERY == DEV_EVERY - 1 else train).append((topic, words))
-  return train, dev
 
 
 def _content(word: str) -> bool:
@@ -81,29 +71,20 @@ def tagged(sentences: list, rng: random.Random) -> list[tuple[list[str], list[st
   ((topic, words) of one split), their donors drawn from all of `sentences`."""
   rows = []
   for topic, words in sentences:
-    if not MIN_WORDS <= len(words) <= MAX_WORDS:
-      continue
-    runs = rng.randint(1, 2)
-    for _ in range(DONOR_TRIES):
-      donor_topic, donor = sentences[rng.randrange(len(sentences))]
-      result = None if donor_topic == topic else swapped(words, donor, runs, rng)
+    if MIN_WORDS <= len(words) <= MAX_WORDS:
+      runs = rng.randint(1, 2)
+      result = donated(topic, sentences, functools.partial(swapped, words, runs=runs, rng=rng), rng)
       if result is not None:
         rows.append(result)
-        break
   return rows
 
 
 def examples() -> tuple[list, list]:
   """(train, dev) lists of (words, tags) sentences, the same on every call."""
   rng = random.Random(SEED)
-  return tuple(tagged(sentences, rng) for sentences in split_sentences())
-
-
-def _conll(sentences: list) -> str:
-  return "\n".join("".join(f"{word} {tag}\n" for word, tag in zip(words, tags))
-                   for words, tags in sentences)
+  return tuple(tagged(sentences, rng) for sentences in split_sentences(WORD.findall))
 
 
 def texts() -> tuple[str, str]:
   """The training and dev files' texts."""
-  return tuple(_conll(sentences) for sentences in examples())
+  return tuple(conll(sentences) for sentences in examples())

@@ -84,11 +84,13 @@ def examples() -> tuple[list, list]:
   return train, dev
 
 
-def _conll(sentences: list) -> str:
+def conll(sentences: list) -> str:
+  """(words, tags) sentences as a CoNLL-style file: a word and its tag a line, a blank line
+  between sentences."""
   return "\n".join("".join(f"{word} {tag}\n" for word, tag in zip(words, tags))
                    for words, tags in sentences)
 
 
 def texts() -> tuple[str, str]:
   """The training and dev files' texts."""
-  return tuple(_conll(sentences) for sentences in examples())
+  return tuple(conll(sentences) for sentences in examples())
