@@ -3,13 +3,13 @@
 
 Takes `train.py`'s corpus, pipeline and seed flags, so the records hold exactly the examples
 a one-pipeline training run of those settings reads in its first `--dupe_factor` epochs
-(each epoch paired and masked afresh), in the order it reads them (one file, read with
-`--noshuffle_records`, gives that run's batches), in original BERT's format
-(`bert_tf.data.records`): readable by google-research/bert's `run_pretraining.py` and by
-`records_dataset`. Examples stream from the pipeline (parallel over the cores) to the files,
-dealt in turn, so memory does not grow with the corpus; each document is tokenized once, its
-tokens cached on local disk for the later epochs. The directory appears complete or not at
-all.
+(each epoch paired and masked afresh), in original BERT's format (`bert_tf.data.records`):
+readable by google-research/bert's `run_pretraining.py` and by `records_dataset`. Examples
+stream from the pipeline (parallel over the cores) to the files, so memory does not grow with
+the corpus, dealt in the run's order: example i to file i % `--num_output_files`. Read with
+`--noshuffle_records`, which interleaves the files round-robin, they are that run's batches
+whatever the number of files. Each document is tokenized once, its tokens cached on local
+disk for the later epochs. The directory appears complete or not at all.
 """
 
 import dataclasses

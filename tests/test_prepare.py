@@ -53,25 +53,16 @@ def pipeline_examples(corpus_pattern, vocab_file, data_dir):
   return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *batches)
 
 
-def _file_examples(path, vocab_file, **options):
-  batches = [b for b in records_dataset(path, vocab_file, batch_size=256, repeat=False,
+def _file_examples(files, vocab_file, **options):
+  batches = [b for b in records_dataset(files, vocab_file, batch_size=256, repeat=False,
                                         shuffle=False, **options).as_numpy_iterator()]
   return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *batches)
 
 
 def _read_back(directory, vocab_file, **options):
-  """Every record, in the order prepare dealt them to the files (one each in turn)."""
-  parts = [_file_examples(path, vocab_file, **options)
-           for path in record_file_names(directory, FILES)]
-  count = sum(len(part[1]["nsp"]) for part in parts)
-
-  def dealt(*arrays):
-    whole = np.empty((count, *arrays[0].shape[1:]), arrays[0].dtype)
-    for index, array in enumerate(arrays):
-      whole[index::FILES] = array
-    return whole
-
-  return tf.nest.map_structure(dealt, *parts)
+  """Every record of the directory's files, read unshuffled: interleaved round-robin, the
+  turn prepare dealt them in."""
+  return _file_examples(record_file_names(directory, FILES), vocab_file, **options)
 
 
 def test_read_back_equals_the_pipelines_examples(prepared, pipeline_examples, vocab_file):

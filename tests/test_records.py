@@ -121,6 +121,13 @@ def _concatenated(dataset):
   return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *batches)
 
 
+def _round_robin(per_file: list[list]) -> list:
+  """The records of several files in the unshuffled order: one of each file in turn, a file
+  that has ended left out."""
+  return [records[j] for j in range(max(map(len, per_file))) for records in per_file
+          if j < len(records)]
+
+
 def _in_order(files, vocab_file, **options):
   return _concatenated(records_dataset(files, vocab_file, batch_size=16, repeat=False,
                                        shuffle=False, **options))
@@ -131,8 +138,8 @@ def _in_order(files, vocab_file, **options):
 def test_batch_equals_the_original_spec_with_the_label_converted(record_files, vocab_file):
   features, labels, weights = _in_order(record_files, vocab_file)
   spec = original_spec(SEQ, PREDICTIONS)
-  parsed = [tf.io.parse_single_example(record, spec) for path in record_files
-            for record in tf.data.TFRecordDataset(path)]
+  parsed = [tf.io.parse_single_example(record, spec) for record in _round_robin(
+      [list(tf.data.TFRecordDataset(path)) for path in record_files])]
   assert len(labels["nsp"]) == len(parsed) == 100
 
   def column(name):
@@ -225,6 +232,110 @@ def test_epochs_reorder_the_records(record_files, vocab_file):
   first, second = whole[0]["token_ids"][:100], whole[0]["token_ids"][100:200]
   assert not np.array_equal(first, second)
   assert sorted(map(bytes, first)) == sorted(map(bytes, second))  # the same records
+
+
+@pytest.fixture(scope="module")
+def dealt(tmp_path_factory):
+  """`dealt(count, files)`: `count` records dealt to `files` files in turn, as
+  `bert_tf.prepare` deals its stream (record i to file i % files, so the files' counts differ
+  by at most one, the shorter last); the files and each record's stream index by its tokens."""
+  directory, made = tmp_path_factory.mktemp("dealt"), {}
+
+  def make(count, files):
+    if (count, files) not in made:
+      rng = np.random.default_rng(count)
+      instances = [original_instance(rng) for _ in range(count)]
+      index_of = {bytes(_true_tokens(instance)): i for i, instance in enumerate(instances)}
+      assert len(index_of) == count  # each record told apart by its true tokens
+      paths = [write_records(str(directory / f"{count}-{files}-part-{f}.tfrecord"),
+                             [original_record(instance) for instance in instances[f::files]])
+               for f in range(files)]
+      made[count, files] = paths, index_of
+    return made[count, files]
+
+  return make
+
+
+def _true_tokens(instance) -> np.ndarray:
+  """An instance's tokens before masking, padded: as `restore` gives them."""
+  tokens = np.zeros(SEQ, np.int32)
+  tokens[:len(instance["tokens"])] = instance["tokens"]
+  tokens[instance["positions"]] = instance["labels"]
+  return tokens
+
+
+def _indices(batches, index_of):
+  """The stream indices of a read's examples (masked anew or not), and their positions."""
+  return ([index_of[bytes(row)] for row in _restored(batches)],
+          batches[0][record_position.FEATURE].tolist())
+
+
+def _unshuffled(files, vocab_file, **options):
+  return _concatenated(records_dataset(files, vocab_file, batch_size=4, repeat=False,
+                                       shuffle=False, with_positions=True, shuffle_block=4,
+                                       **options))
+
+
+@pytest.mark.parametrize("count", [7, 8, 9])
+def test_unshuffled_reads_the_files_dealt_by_prepare_in_stream_order(dealt, vocab_file, count):
+  files, index_of = dealt(count, 3)
+  indices, keys = _indices(_unshuffled(files, vocab_file), index_of)
+  assert indices == list(range(count))
+  assert keys == [record_position.encode(0, 0, i) for i in range(count)]
+
+
+def test_unshuffled_resumes_at_any_position(dealt, vocab_file):
+  files, index_of = dealt(7, 3)  # 3, 2 and 2 records
+  whole = _unshuffled(files, vocab_file, remask=True)  # the masks too depend on the position
+  # Blocks of 2 turns: the second file's first record, the last file's first, the second
+  # turn, the first block's last, the second block's first (the last record).
+  for start in (1, 2, 3, 5, 6):
+    rest = _unshuffled(files, vocab_file, remask=True,
+                       start_position=record_position.encode(0, 0, start))
+    assert _indices(rest, index_of) == (list(range(start, 7)), [
+        record_position.encode(0, 0, i) for i in range(start, 7)])
+    assert _equal(rest, tf.nest.map_structure(lambda a, start=start: a[start:], whole))
+  # In a later epoch of the endless stream, on into the next.
+  later = records_dataset(files, vocab_file, batch_size=1, shuffle=False, remask=True,
+                          with_positions=True, shuffle_block=4,
+                          start_position=record_position.encode(1, 0, 5))
+  assert _indices(_concatenated(later.take(4)), index_of) == ([5, 6, 0, 1], [
+      record_position.encode(1, 0, 5), record_position.encode(1, 0, 6),
+      record_position.encode(2, 0, 0), record_position.encode(2, 0, 1)])
+
+
+def test_unshuffled_holdout_leaves_the_positions_alone(record_files, vocab_file):
+  # Files of 40, 25 and 35 records: the positions past a file's end are left out too.
+  whole = _unshuffled(record_files, vocab_file)
+  keys = whole[0][record_position.FEATURE]
+  assert keys.tolist() == sorted(j * 3 + f for f, count in enumerate([40, 25, 35])
+                                 for j in range(count))
+  holdout = Holdout(0.3, held_out=True)
+  part = _unshuffled(record_files, vocab_file, holdout=holdout)
+  rows = np.isin(keys, part[0][record_position.FEATURE])
+  assert 10 <= rows.sum() <= 50  # 30 of 100 expected
+  assert _equal(part, tf.nest.map_structure(lambda a: a[rows], whole))
+  # From a position the holdout keeps, and from one it leaves out.
+  part_keys, left_out = part[0][record_position.FEATURE], keys[~rows]
+  for start in (int(part_keys[len(part_keys) // 2]), int(left_out[len(left_out) // 2])):
+    rest = _unshuffled(record_files, vocab_file, holdout=holdout, start_position=start)
+    later = part_keys >= start
+    assert _equal(rest, tf.nest.map_structure(lambda a, later=later: a[later], part))
+
+
+@pytest.mark.parametrize("files, shards", [(4, 2), (3, 2), (2, 4)])
+def test_unshuffled_shards_read_their_share_in_stream_order(dealt, vocab_file, files, shards):
+  paths, index_of = dealt(11, files)
+  parts = [_indices(_unshuffled(paths, vocab_file, num_shards=shards, shard_index=index),
+                    index_of)[0] for index in range(shards)]
+  assert sorted(i for part in parts for i in part) == list(range(11))
+  assert all(part == sorted(part) for part in parts)
+  if files % shards == 0:  # pipeline s reads examples s, s + W, s + 2W, ...
+    assert parts == [list(range(index, 11, shards)) for index in range(shards)]
+
+
+def _equal(a, b) -> bool:
+  return all(tf.nest.flatten(tf.nest.map_structure(np.array_equal, a, b)))
 
 
 def _rows(batch):

@@ -126,13 +126,13 @@ def test_switching_between_text_and_records_starts_the_new_stream(
 
 @pytest.fixture(scope="module")
 def short_records(tmp_path_factory, corpus_pattern, data_dir, vocab_file):
-  """One epoch of the built-in corpus at 32 tokens and 5 predictions, seed 7, in one file:
-  the records a one-pipeline run of those settings reads, in its order."""
+  """One epoch of the built-in corpus at 32 tokens and 5 predictions, seed 7, dealt to three
+  files: the records a one-pipeline run of those settings reads, in its order."""
   directory = tmp_path_factory.mktemp("short_records")
   config = PrepareConfig(input_files=corpus_pattern, data_dir=data_dir, vocab_file=vocab_file,
                          output=str(directory / "records"), model_dir=str(directory / "run"),
                          seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
-                         num_output_files=1, seed=7)
+                         num_output_files=3, seed=7)
   prepare_records(config)
   return os.path.join(config.output, "*.tfrecord")
 
@@ -156,8 +156,9 @@ def test_prepared_records_train_to_the_loss_curve_of_the_text(
   records = dataclasses.replace(text, model_dir=str(tmp_path / "records"),
                                 input_format="tfrecord", input_files=short_records,
                                 shuffle_records=False)
-  # Read in the order written (one file, its records as written), the records are the text
-  # stream's first epoch batch for batch; the default shuffled reading would give other batches.
+  # Read unshuffled (the three files interleaved in the turn they were dealt in), the records
+  # are the text stream's first epoch batch for batch; the default shuffled reading would give
+  # other batches.
   losses = _step_losses(text)
   assert [row[0] for row in losses] == [1, 2, 3, 4, 5]
   np.testing.assert_allclose(_step_losses(records), losses, rtol=1e-6)

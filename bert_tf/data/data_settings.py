@@ -144,8 +144,9 @@ class RecordsConfig:
                          "instead of the masks they were written with.", change=STREAM)
   shuffle_records: bool = setting(True, "Read the record files in an order drawn from the seed "
                                   "and the epoch, each file's records shuffled in blocks; "
-                                  "--noshuffle_records reads them as listed and written, every "
-                                  "epoch alike.", change=STREAM)
+                                  "--noshuffle_records interleaves the files round-robin as "
+                                  "listed, each file's records as written, every epoch alike "
+                                  "(bert_tf.prepare's order).", change=STREAM)
 
   def check(self) -> None:
     check_choices(self)

@@ -1,13 +1,20 @@
 """`records_dataset`: original BERT's pre-training TFRecords to the batches `model.fit` takes,
 the same features, labels and weights as `pipeline.pretraining_dataset` (docs/records.md).
 
-Stages: this pipeline's files (or its share of every file's records, when the files are
-fewer than the pipelines) in an order drawn from (seed, epoch) -> per file: records in blocks
-of `shuffle_block`, each block shuffled, parsed, converted (and with `remask` masked anew),
-all from a seed keyed on (seed, epoch, file, block) -> examples -> batches.
+An input pipeline reads its files (or its share of every file's records, when the files are
+fewer than the pipelines) in one of two orders:
 
-So an example depends only on its record position (`record_position.py`), and the stream
-starts at any position by skipping records (read, not parsed) within one file.
+- shuffled (`_Shuffled`, the default): each epoch the files in an order drawn from (seed,
+  epoch), one after the other -> per file: records in blocks of `shuffle_block`, each block
+  shuffled, parsed, converted (and with `remask` masked anew), all from a seed keyed on (seed,
+  epoch, file, block);
+- unshuffled (`_Interleaved`): the files interleaved round-robin, the order `bert_tf.prepare`
+  deals its records to the files in -> blocks of whole turns (about `shuffle_block` records)
+  parsed, converted (and re-masked from a seed keyed on (seed, epoch, block)).
+
+Then examples -> batches. Either way an example depends only on its record position
+(`record_position.py`), and the stream starts at any position by skipping the records (read,
+not parsed) before the position's block.
 """
 
 import tensorflow as tf
@@ -18,7 +25,7 @@ from bert_tf.data.remasking import Remasker
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
-SHUFFLE_BLOCK = 1000  # records shuffled together within a file (they come shuffled already)
+SHUFFLE_BLOCK = 1000  # records shuffled (or re-masked) together (they come shuffled already)
 
 
 class _Files:
@@ -41,6 +48,143 @@ class _Files:
     self.paths = tf.constant([files[i] for i in ids])
 
 
+class _Reading:
+  """What both orders do alike: read a file's share of records, hold out, parse, re-mask."""
+
+  def __init__(self, files: _Files, shape: records.RecordShape, remasker, *, seed: int,
+               holdout, compression: str, shuffle_block: int):
+    self.files, self.shape, self.remasker = files, shape, remasker
+    self.seed, self.holdout, self.compression = seed, holdout, compression
+    self.shuffle_block = shuffle_block
+
+  def file_records(self, local: tf.Tensor) -> tf.data.Dataset:
+    """The serialized records of this pipeline's file `local` (its share of them)."""
+    return tf.data.TFRecordDataset(self.files.paths[local], self.compression).shard(
+        self.files.stride, self.files.offset)
+
+  def epoch_seed(self, epoch: tf.Tensor) -> tf.Tensor:
+    return tf.stack([tf.cast(self.seed, tf.int64), epoch])
+
+  def examples(self, serialized: tf.Tensor, mask_seed: tf.Tensor) -> tuple:
+    """string [batch] records -> `(features, labels, weights)`, re-masked if asked."""
+    example = records.parse(serialized, self.shape)
+    if self.remasker:
+      example = self.remasker(*example, mask_seed)
+    return example
+
+
+class _Shuffled:
+  """The shuffled order: key (epoch, file rank, record rank in the file's share)."""
+
+  def __init__(self, reading: _Reading, start_position: int):
+    self.reading = reading
+    self.first_epoch, self.first_rank, self.first_record = record_position.decode(
+        start_position)
+
+  def epoch(self, epoch: tf.Tensor) -> tf.data.Dataset:
+    """(key, features, labels, weights) of one epoch from the start position on."""
+    return self._files(epoch).flat_map(self._file_examples)
+
+  def _files(self, epoch):
+    """(epoch, rank, file) of one epoch's files from the start position on."""
+    count = self.reading.files.count
+    order = tf.random.experimental.stateless_shuffle(
+        tf.range(count, dtype=tf.int64), self.reading.epoch_seed(epoch))
+    first = tf.where(epoch == self.first_epoch, tf.constant(self.first_rank, tf.int64), 0)
+    return tf.data.Dataset.range(first, count).map(lambda rank: (epoch, rank, order[rank]))
+
+  def _file_examples(self, epoch, rank, local):
+    """(key, example) of one file, each keyed on (seed, epoch, file, block)."""
+    block_size, holdout = self.reading.shuffle_block, self.reading.holdout
+    file_seed = tf.random.experimental.stateless_fold_in(
+        self.reading.epoch_seed(epoch), self.reading.files.ids[local])
+    serialized = self.reading.file_records(local)
+    if holdout:
+      serialized = serialized.filter(lambda record: records_held_out(record, holdout))
+    first = tf.where((epoch == self.first_epoch) & (rank == self.first_rank),
+                     tf.constant(self.first_record, tf.int64), 0)
+    first_block = first // block_size
+    blocks = serialized.skip(first_block * block_size).batch(block_size)
+    blocks = blocks.enumerate(first_block)
+    examples = blocks.map(
+        lambda block, serialized: self._block_examples(epoch, rank, file_seed, block, serialized),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+    return examples.skip(first - first_block * block_size)
+
+  def _block_examples(self, epoch, rank, file_seed, block, serialized):
+    """One block of a file's records, shuffled, parsed and (if asked) re-masked."""
+    order_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(
+        tf.random.experimental.stateless_fold_in(file_seed, block), 2))
+    serialized = tf.gather(serialized, tf.random.experimental.stateless_shuffle(
+        tf.range(tf.shape(serialized)[0]), order_seed))
+    keys = record_position.encode(epoch, rank, block * self.reading.shuffle_block + tf.range(
+        tf.shape(serialized, out_type=tf.int64)[0]))
+    return keys, *self.reading.examples(serialized, mask_seed)
+
+
+class _Interleaved:
+  """The unshuffled order: this pipeline's n files interleaved round-robin, record j of file
+  f (its rank among them) at position k = j * n + f of every epoch, key (epoch, 0, k). That is
+  the order `bert_tf.prepare` dealt its records to the files in (record k to file k % n). The
+  positions are parsed in blocks of whole turns (at least `shuffle_block` positions, each
+  file's next records); a block keys the re-mask."""
+
+  def __init__(self, reading: _Reading, start_position: int):
+    self.reading = reading
+    count = reading.files.count
+    self.turns = -(-reading.shuffle_block // count)  # per block
+    self.block_size = self.turns * count
+    self.first_epoch, _, _ = record_position.decode(start_position)
+    self.first_key = start_position - record_position.encode(self.first_epoch, 0, 0)
+
+  def epoch(self, epoch: tf.Tensor) -> tf.data.Dataset:
+    """(key, features, labels, weights) of one epoch from the start position on."""
+    first = tf.where(epoch == self.first_epoch, tf.constant(self.first_key, tf.int64), 0)
+    first_block = first // self.block_size
+    blocks = self._blocks(first_block).enumerate(first_block)
+    # A block with no record is past every file's end (it holds records of each file).
+    blocks = blocks.take_while(lambda block, slots: tf.reduce_any(slots[1]))
+    return blocks.map(
+        lambda block, slots: self._block_examples(epoch, first, block, *slots),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+
+  def _blocks(self, first_block: tf.Tensor) -> tf.data.Dataset:
+    """(records, present): each block's positions from `first_block` on, endless, ("",
+    False) where a file has ended. Each file skips (reads, does not parse) the records of the
+    blocks before; a block is its files' next `turns` records each, dealt out in turn."""
+    count, turns = self.reading.files.count, self.turns
+    absent = tf.data.Dataset.from_tensors(
+        (tf.fill([turns], ""), tf.zeros([turns], tf.bool))).repeat()
+
+    def padded(records):
+      missing = turns - tf.shape(records)[0]
+      return tf.pad(records, [[0, missing]]), tf.range(turns) < tf.shape(records)[0]
+
+    def file_chunks(local):
+      chunks = self.reading.file_records(local).skip(first_block * turns).batch(turns)
+      return chunks.map(padded).concatenate(absent)
+
+    chunks = tf.data.Dataset.range(count).interleave(  # sequential: in this order
+        file_chunks, cycle_length=count, block_length=1)
+    return chunks.batch(count).map(  # [file, turn] -> turn by turn
+        lambda records, present: (tf.reshape(tf.transpose(records), [-1]),
+                                  tf.reshape(tf.transpose(present), [-1])))
+
+  def _block_examples(self, epoch, first, block, serialized, present):
+    """One block's records, held out, parsed, (if asked) re-masked, from `first` on."""
+    keys = block * self.block_size + tf.range(self.block_size, dtype=tf.int64)
+    if self.reading.holdout:
+      present &= records_held_out(serialized, self.reading.holdout)
+    mask_seed = tf.random.experimental.stateless_fold_in(self.reading.epoch_seed(epoch), block)
+    example = self.reading.examples(tf.boolean_mask(serialized, present), mask_seed)
+    keys = tf.boolean_mask(keys, present)
+    # The block's records before the start position are parsed (the masks of the others
+    # depend on them) but not given.
+    given = keys >= first
+    return tf.nest.map_structure(lambda values: tf.boolean_mask(values, given), (
+        record_position.encode(epoch, 0, keys), *example))
+
+
 def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: int = 0,
                     repeat: bool = True, num_shards: int = 1, shard_index: int = 0,
                     start_position: int = record_position.BEGINNING,
@@ -60,7 +204,8 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
     start_position: the record position (`record_position.py`) of the first example.
     compression: "", "GZIP" or "ZLIB".
     seq_length, max_predictions_per_seq: None to take the records'; else they must agree.
-    shuffle: False reads the files in order and each file's records in order.
+    shuffle: False interleaves the files round-robin in their listed order, each file's
+      records as written: `bert_tf.prepare`'s stream, every epoch alike.
     remask: mask the records anew (`remasking.py`) with the masking settings that follow.
   """
   files = corpus.list_files(file_patterns)
@@ -71,53 +216,13 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
       vocabulary, max_predictions=shape.max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
       mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
       whole_word_masking=whole_word_masking)
-  mine = _Files(files, num_shards, shard_index)
-  first_epoch, first_rank, first_record = record_position.decode(start_position)
-
-  def epoch_files(epoch):
-    """(epoch, rank, file) of one epoch's files from the start position on."""
-    order = tf.range(mine.count, dtype=tf.int64)
-    if shuffle:
-      order = tf.random.experimental.stateless_shuffle(
-          order, tf.stack([tf.cast(seed, tf.int64), epoch]))
-    first = tf.where(epoch == first_epoch, tf.constant(first_rank, tf.int64), 0)
-    return tf.data.Dataset.range(first, mine.count).map(lambda rank: (epoch, rank, order[rank]))
-
-  def file_examples(epoch, rank, local):
-    """(key, example) of one file, each keyed on (seed, epoch, file, block)."""
-    file_seed = tf.random.experimental.stateless_fold_in(
-        tf.stack([tf.cast(seed, tf.int64), epoch]), mine.ids[local])
-    serialized = tf.data.TFRecordDataset(mine.paths[local], compression).shard(
-        mine.stride, mine.offset)
-    if holdout:
-      serialized = serialized.filter(lambda record: records_held_out(record, holdout))
-    first = tf.where((epoch == first_epoch) & (rank == first_rank),
-                     tf.constant(first_record, tf.int64), 0)
-    first_block = first // shuffle_block
-
-    def block_examples(block, serialized):
-      order_seed, mask_seed = tf.unstack(tf.random.experimental.stateless_split(
-          tf.random.experimental.stateless_fold_in(file_seed, block), 2))
-      if shuffle:
-        serialized = tf.gather(serialized, tf.random.experimental.stateless_shuffle(
-            tf.range(tf.shape(serialized)[0]), order_seed))
-      example = records.parse(serialized, shape)
-      if remasker:
-        example = remasker(*example, mask_seed)
-      keys = record_position.encode(epoch, rank, block * shuffle_block + tf.range(
-          tf.shape(serialized, out_type=tf.int64)[0]))
-      return keys, *example
-
-    blocks = serialized.skip(first_block * shuffle_block).batch(shuffle_block)
-    blocks = blocks.enumerate(first_block)
-    examples = blocks.map(block_examples, num_parallel_calls=tf.data.AUTOTUNE,
-                          deterministic=True).unbatch()
-    return examples.skip(first - first_block * shuffle_block)
-
+  reading = _Reading(_Files(files, num_shards, shard_index), shape, remasker, seed=seed,
+                     holdout=holdout, compression=compression, shuffle_block=shuffle_block)
+  order = (_Shuffled if shuffle else _Interleaved)(reading, start_position)
+  first_epoch = record_position.decode(start_position)[0]
   epochs = (tf.data.Dataset.counter(first_epoch) if repeat else
             tf.data.Dataset.range(first_epoch, 1))
-  examples = epochs.flat_map(epoch_files).flat_map(file_examples)
-  batches = examples.batch(batch_size, drop_remainder=repeat)
+  batches = epochs.flat_map(order.epoch).batch(batch_size, drop_remainder=repeat)
   if with_positions:
     batches = batches.map(lambda keys, features, labels, weights: (
         {**features, record_position.FEATURE: keys}, labels, weights))
@@ -127,6 +232,7 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
 
 
 def records_held_out(serialized: tf.Tensor, holdout) -> tf.Tensor:
-  """Whether `holdout` keeps a record: its share of records, by a hash of each record."""
+  """Whether `holdout` keeps a record (or each of a batch): its share of records, by a hash
+  of each record."""
   held_out = held_out_mask(serialized, holdout.fraction)
   return held_out if holdout.held_out else tf.logical_not(held_out)
