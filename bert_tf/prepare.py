@@ -92,7 +92,8 @@ def _serialized(examples, end: int):
     return (tf.boolean_mask(records.serialize(features, labels, weights), before_end),
             tf.reduce_all(before_end))
 
-  return examples.map(serialized, num_parallel_calls=tf.data.AUTOTUNE,
+  return examples.map(tf.autograph.experimental.do_not_convert(serialized),  # tf ops only
+                      num_parallel_calls=tf.data.AUTOTUNE,
                       deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
