@@ -6,10 +6,10 @@ a one-pipeline training run of those settings reads in its first `--dupe_factor`
 (each epoch paired and masked afresh), in the order it reads them (one file, read with
 `--noshuffle_records`, gives that run's batches), in original BERT's format
 (`bert_tf.data.records`): readable by google-research/bert's `run_pretraining.py` and by
-`records_dataset`. Examples stream from the pipeline (parallel over the cores) to the files,
-dealt in turn, so memory does not grow with the corpus; each document is tokenized once, its
-tokens cached on local disk for the later epochs. The directory appears complete or not at
-all.
+`records_dataset`. Examples stream from the pipeline (parallel over the cores), serialized
+as records in the graph, to the files, dealt in turn, so memory does not grow with the
+corpus; each document is tokenized once, its tokens cached on local disk for the later epochs.
+The directory appears complete or not at all.
 """
 
 import dataclasses

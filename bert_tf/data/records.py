@@ -78,9 +78,9 @@ def _encoded(message_type: str, fields: dict) -> tf.Tensor:
 def _feature(values, dtype: tf.DType) -> tf.Tensor:
   """[batch, count] values -> serialized `tf.train.Feature`s of `dtype` (int64 or float32),
   one a row."""
-  kind = "float_list" if dtype == tf.float32 else "int64_list"
-  value_list = _encoded("tensorflow.FloatList" if dtype == tf.float32 else "tensorflow.Int64List",
-                        {"value": tf.cast(values, dtype)})
+  kind, message = (("float_list", "tensorflow.FloatList") if dtype == tf.float32 else
+                   ("int64_list", "tensorflow.Int64List"))
+  value_list = _encoded(message, {"value": tf.cast(values, dtype)})
   return _encoded("tensorflow.Feature", {kind: value_list[:, None]})
 
 
