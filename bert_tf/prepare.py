@@ -5,11 +5,12 @@ Takes `train.py`'s corpus, pipeline and seed flags, so the records hold exactly 
 a one-pipeline training run of those settings reads in its first `--dupe_factor` epochs
 (each epoch paired and masked afresh), in original BERT's format (`bert_tf.data.records`):
 readable by google-research/bert's `run_pretraining.py` and by `records_dataset`. Examples
-stream from the pipeline (parallel over the cores) to the files, so memory does not grow with
-the corpus, dealt in the run's order: example i to file i % `--num_output_files`. Read with
-`--noshuffle_records`, which interleaves the files round-robin, they are that run's batches
-whatever the number of files. Each document is tokenized once, its tokens cached on local
-disk for the later epochs. The directory appears complete or not at all.
+stream from the pipeline (parallel over the cores), serialized as records in the graph, to
+the files, so memory does not grow with the corpus, dealt in the run's order: example i to
+file i % `--num_output_files`. Read with `--noshuffle_records`, which interleaves the files
+round-robin, they are that run's batches whatever the number of files. Each document is
+tokenized once, its tokens cached on local disk for the later epochs. The directory appears
+complete or not at all.
 """
 
 import dataclasses
@@ -79,12 +80,30 @@ def write_records(config: PrepareConfig, vocabulary, report=None) -> dict:
     return _write(config, examples, report)
 
 
+def _serialized(examples, end: int):
+  """Batches of `examples` (with stream positions) -> (their records before the key `end`,
+  serialized, string [<= batch]; whether the batch lies wholly before `end`), serialized in
+  parallel in the graph."""
+  import tensorflow as tf
+
+  from bert_tf.data import records, stream_position
+
+  def serialized(features, labels, weights):
+    before_end = features[stream_position.FEATURE] < end
+    return (tf.boolean_mask(records.serialize(features, labels, weights), before_end),
+            tf.reduce_all(before_end))
+
+  return examples.map(tf.autograph.experimental.do_not_convert(serialized),  # tf ops only
+                      num_parallel_calls=tf.data.AUTOTUNE,
+                      deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
 def _write(config: PrepareConfig, examples, report) -> dict:
   """Writes the first `dupe_factor` epochs of `examples` (batches with stream positions)."""
   import tensorflow as tf
 
   from bert_tf import files
-  from bert_tf.data import records, stream_position
+  from bert_tf.data import stream_position
 
   end = stream_position.encode(config.dupe_factor, 0, 0)  # the first key after the last epoch
   directory = files.temporary_directory(config.output)
@@ -93,17 +112,15 @@ def _write(config: PrepareConfig, examples, report) -> dict:
   writers = [tf.io.TFRecordWriter(path, options)
              for path in record_file_names(directory, config.num_output_files)]
   written = 0
-  for features, labels, weights in examples.as_numpy_iterator():
-    keys = features.pop(stream_position.FEATURE)
-    rows = keys < end
-    batch = [{name: values[rows] for name, values in part.items()}
-             for part in (features, labels, weights)]
-    for record in records.serialize(*batch):
-      writers[written % len(writers)].write(record)
-      written += 1
+  for batch, whole in _serialized(examples, end):
+    batch = batch.numpy()
+    for index, writer in enumerate(writers):  # record i of the stream goes to file i % files
+      for record in batch[(index - written) % len(writers)::len(writers)]:
+        writer.write(record)
+    written += len(batch)
     if report:
       report(written)
-    if not rows.all():
+    if not whole:
       break
   for writer in writers:
     writer.close()

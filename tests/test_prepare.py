@@ -150,7 +150,7 @@ def small_vocabulary_records(small_vocabularies, corpus_pattern, data_dir, tmp_p
       **SETTINGS).as_numpy_iterator())
   path = str(tmp_path_factory.mktemp("small") / "records.tfrecord")
   with tf.io.TFRecordWriter(path) as writer:
-    for record in records.serialize(features, labels, weights):
+    for record in records.serialize(features, labels, weights).numpy():
       writer.write(record)
   return path
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import record_checks, record_position
+from bert_tf.data import record_checks, record_position, records
 from bert_tf.data.holdout import Holdout
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.data.records import RecordShape
@@ -158,6 +158,16 @@ def test_batch_equals_the_original_spec_with_the_label_converted(record_files, v
   for array in (*features.values(), labels["mlm"], labels["nsp"]):
     assert array.dtype == np.int32
   assert weights["mlm"].dtype == weights["nsp"].dtype == np.float32
+
+
+def test_serialize_writes_the_originals_records(record_files):
+  """Our examples serialized (in the graph) are the original's records: the same messages,
+  label converted back (the bytes may order the feature map otherwise)."""
+  originals = [r.numpy() for r in tf.data.TFRecordDataset(record_files[0])]
+  examples = records.parse(tf.constant(originals), RecordShape(SEQ, PREDICTIONS))
+  serialized = tf.function(records.serialize)(*examples).numpy()
+  assert [tf.train.Example.FromString(r) for r in serialized] == [
+      tf.train.Example.FromString(r) for r in originals]
 
 
 def test_element_spec_is_the_text_pipelines(record_files, vocab_file):

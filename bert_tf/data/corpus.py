@@ -223,9 +223,9 @@ def read_ranges(ranges: list[pieces.FileRange], input_format: str) -> tf.data.Da
     return tf.data.Dataset.from_tensors(tf.constant([], tf.string)).take(0)
   return tf.data.Dataset.from_tensor_slices((
       [r.path for r in ranges], [r.start for r in ranges], [r.end for r in ranges],
-      [r.file_size for r in ranges])).flat_map(
+      [r.file_size for r in ranges])).flat_map(tf.autograph.experimental.do_not_convert(
           lambda path, start, end, file_size: read_range(
-              path, start, end, file_size, input_format))
+              path, start, end, file_size, input_format)))  # tf ops: no AutoGraph needed
 
 
 _COMPRESSED = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",

@@ -10,7 +10,6 @@ Padded prediction slots are position 0, id 0 and weight 0 in both.
 
 import dataclasses
 
-import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import UserError
@@ -68,23 +67,40 @@ def parse(serialized: tf.Tensor, shape: RecordShape):
   return features, labels, weights
 
 
-def _int64s(values: np.ndarray) -> tf.train.Feature:
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
+def _encoded(message_type: str, fields: dict) -> tf.Tensor:
+  """`tf.io.encode_proto` of a batch of messages: {field: [batch, count] values}, every
+  field of every message given `count` values; string [batch] serialized messages."""
+  values = list(fields.values())
+  sizes = tf.stack([tf.fill([tf.shape(values[0])[0]], tf.shape(v)[1]) for v in values], axis=1)
+  return tf.io.encode_proto(sizes, values, list(fields), message_type)
 
 
-def serialize(features: dict, labels: dict, weights: dict) -> list[bytes]:
-  """A batch of our examples (numpy) -> one original record each, serialized."""
-  records = []
-  for row in range(len(labels["nsp"])):
-    record = tf.train.Example(features=tf.train.Features(feature={
-        "input_ids": _int64s(features["token_ids"][row]),
-        "input_mask": _int64s(features["padding_mask"][row]),
-        "segment_ids": _int64s(features["segment_ids"][row]),
-        "masked_lm_positions": _int64s(features["masked_positions"][row]),
-        "masked_lm_ids": _int64s(labels["mlm"][row]),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-            value=weights["mlm"][row].tolist())),
-        LABEL_FEATURE: _int64s(1 - labels["nsp"][row:row + 1]),
-    }))
-    records.append(record.SerializeToString())
-  return records
+def _feature(values, dtype: tf.DType) -> tf.Tensor:
+  """[batch, count] values -> serialized `tf.train.Feature`s of `dtype` (int64 or float32),
+  one a row."""
+  kind, message = (("float_list", "tensorflow.FloatList") if dtype == tf.float32 else
+                   ("int64_list", "tensorflow.Int64List"))
+  value_list = _encoded(message, {"value": tf.cast(values, dtype)})
+  return _encoded("tensorflow.Feature", {kind: value_list[:, None]})
+
+
+def serialize(features: dict, labels: dict, weights: dict) -> tf.Tensor:
+  """A batch of our examples (tensors or numpy) -> string [batch], one original record each,
+  serialized: tf ops (`tf.io.encode_proto` through `tf.train.Example`'s messages, its
+  feature map as the map's entries), so that it runs in tf.data, in parallel."""
+  columns = {
+      "input_ids": features["token_ids"],
+      "input_mask": features["padding_mask"],
+      "segment_ids": features["segment_ids"],
+      "masked_lm_positions": features["masked_positions"],
+      "masked_lm_ids": labels["mlm"],
+      WEIGHT_FEATURE: weights["mlm"],
+      LABEL_FEATURE: 1 - tf.cast(labels["nsp"], tf.int64)[:, None],
+  }
+  batch = tf.shape(labels["nsp"])[0]
+  entries = [_encoded("tensorflow.Features.FeatureEntry", {
+      "key": tf.fill([batch, 1], name),
+      "value": _feature(values, tf.float32 if name == WEIGHT_FEATURE else tf.int64)[:, None]})
+      for name, values in columns.items()]
+  feature_map = _encoded("tensorflow.Features", {"feature": tf.stack(entries, axis=1)})
+  return _encoded("tensorflow.Example", {"features": feature_map[:, None]})
