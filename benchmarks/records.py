@@ -1,5 +1,6 @@
-"""Reading pre-training records: records/s of bert_tf's record reader (as written, and masked
-anew) against the text pipeline and a plain TFRecordDataset + parse_example baseline.
+"""Reading pre-training records: records/s of bert_tf's record reader (as written, masked
+anew, and unshuffled: the files interleaved in turn) against the text pipeline and a plain
+TFRecordDataset + parse_example baseline.
 
     python benchmarks/records.py --batches=200
 
@@ -75,6 +76,8 @@ def main():
         "bert_tf records_dataset": records_dataset(files, vocab_file, batch_size=BATCH),
         "bert_tf records_dataset --remask": records_dataset(files, vocab_file,
                                                             batch_size=BATCH, remask=True),
+        "bert_tf records_dataset --noshuffle": records_dataset(files, vocab_file,
+                                                               batch_size=BATCH, shuffle=False),
         "bert_tf text pipeline": pretraining_dataset(
             "builtin", vocab_file, data_dir=directory, seq_length=SEQ,
             max_predictions_per_seq=PREDICTIONS, batch_size=BATCH),
