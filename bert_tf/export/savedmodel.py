@@ -21,6 +21,14 @@ from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import MASK, Vocabulary
 
 
+def serving_function(*names: str):
+  """Decorates a serving function of batches of strings named `names`: traced without
+  AutoGraph, since serving code is plain TensorFlow ops and converting it (the tokenizer's
+  Python with it) would cost seconds at every export."""
+  return tf.function(autograph=False,
+                     input_signature=[tf.TensorSpec([None], tf.string, name=n) for n in names])
+
+
 class ServingModule(tf.Module):
   """Tokenizer + pre-training model, with the three serving functions."""
 
@@ -64,7 +72,7 @@ class ServingModule(tf.Module):
         "padding_mask": tf.cast(tf.ones_like(token_ids).to_tensor(), tf.int32),
     }
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  @serving_function("text")
   def fill_mask(self, text):
     # Split at the literal "[MASK]" so the tokenizer never sees it; rejoin with its id.
     pieces = tf.strings.split(text, MASK)  # [batch, (pieces)]
@@ -95,22 +103,19 @@ class ServingModule(tf.Module):
         "probabilities": tf.where(is_slot[..., None], probabilities, 0.0),
     }
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                tf.TensorSpec([None], tf.string, name="text_b")])
+  @serving_function("text_a", "text_b")
   def is_next(self, text_a, text_b):
     encoded = self.encoder(self._model_inputs(text_a, text_b), training=False)
     logits = self.nsp_head(encoded["pooled_output"])  # [batch, 2]
     return {"probability": tf.nn.softmax(logits)[:, 1]}  # class 1 = IsNext
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                tf.TensorSpec([None], tf.string, name="text_b")])
+  @serving_function("text_a", "text_b")
   def encode(self, text_a, text_b):
     encoded = self.encoder(self._model_inputs(text_a, text_b), training=False)
     return {"pooled_output": encoded["pooled_output"],
             "sequence_output": encoded["sequence_output"]}
 
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                tf.TensorSpec([None], tf.string, name="text_b")])
+  @serving_function("text_a", "text_b")
   def tokenize(self, text_a, text_b):
     return self._model_inputs(text_a, text_b)
 

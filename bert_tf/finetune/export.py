@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.export.savedmodel import serving_function
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.served_answers import AnswerFinder
 from bert_tf.finetune.served_tags import WordTagger
@@ -72,14 +73,14 @@ class RegressorModule(tf.Module):
     return {"score": tf.cast(self.model(features, training=False), tf.float32)[:, 0]}
 
 
+def _signature(function, *names: str):
+  """`function(**{name: strings})` as a signature taking a batch of strings per name."""
+  return serving_function(*names)(lambda *texts: function(**dict(zip(names, texts))))
+
+
 def _text_signature(outputs, pair: bool):
   """`outputs(text=...)`, or `outputs(text_a=..., text_b=...)` for pairs, as a signature."""
-  if pair:
-    return tf.function(lambda text_a, text_b: outputs(text_a=text_a, text_b=text_b),
-                       input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
-                                        tf.TensorSpec([None], tf.string, name="text_b")])
-  return tf.function(lambda text: outputs(text=text),
-                     input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  return _signature(outputs, *(("text_a", "text_b") if pair else ("text",)))
 
 
 def _save(module: tf.Module, signatures: dict, directory: str, assets: dict) -> str:
@@ -120,13 +121,9 @@ def export_task(model: keras.Model, task: dict, vocabulary: Vocabulary, director
                  {})
   if kind == "tag":
     module = WordTagger(model, vocabulary, task)
-    signature = tf.function(lambda text: module.outputs(*checked_batch(text=text)),
-                            input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    signature = _signature(lambda **text: module.outputs(*checked_batch(**text)), "text")
     return _save(module, {"tag": signature}, directory, {"tags.txt": task["labels"]})
   module = AnswerFinder(model, vocabulary, task)
-  signature = tf.function(
-      lambda question, context: module.outputs(
-          *checked_batch(question=question, context=context)),
-      input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                       tf.TensorSpec([None], tf.string, name="context")])
+  signature = _signature(lambda **texts: module.outputs(*checked_batch(**texts)), "question",
+                         "context")
   return _save(module, {"answer": signature}, directory, {})
