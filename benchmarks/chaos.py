@@ -62,23 +62,26 @@ STOPPED = {TERM: r"stopped by SIGTERM at step (\d+)",
 
 def run_settings(train_steps: int, checkpoint_every: int, seed: int) -> dict:
   """The run's train.py flags: bert_tiny on sequences of 64, dropout on, a training record at
-  every step (so that a lost one shows as a gap)."""
+  every step (so that a lost one shows as a gap); no serving SavedModel, which nothing here
+  compares (it is written after the last step, where no fault falls, and its verification
+  in a fresh process would add some 15 s to both the last attempt and the uninterrupted run)."""
   return dict(config="bert_tiny", seq_length=64, max_predictions_per_seq=10,
               global_batch_size=8, train_steps=train_steps, checkpoint_every=checkpoint_every,
               warmup_steps=2, log_every=1, eval_steps=1, verbose=False,
-              seed=seed)
+              seed=seed, serving_export=False)
 
 
-def prepare(work_dir: str) -> tuple[str, str, list]:
-  """Under `work_dir`: the built-in corpus, a vocabulary learned from it, and the run's
-  training files, `CORPUS_FILES` of 2 of its documents each (so that an epoch is a few dozen
-  steps and the stream opens every file again soon): (data_dir, vocab_file, training files)."""
+def prepare(work_dir: str, vocab_file: str = "") -> tuple[str, str, list]:
+  """Under `work_dir`: the built-in corpus, a vocabulary learned from it (unless `vocab_file`,
+  one learned already, is given), and the run's training files, `CORPUS_FILES` of 2 of its
+  documents each (so that an epoch is a few dozen steps and the stream opens every file again
+  soon): (data_dir, vocab_file, training files)."""
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   sys.path.insert(0, ROOT)
   from bert_tf.data import builtin_corpus
   from bert_tf.data.vocabulary_learner import build_vocabulary
   data_dir = os.path.join(work_dir, "data")
-  vocab_file = os.path.join(data_dir, "vocab.txt")
+  vocab_file = vocab_file or os.path.join(data_dir, "vocab.txt")
   pattern = builtin_corpus.corpus_pattern(data_dir)
   if not os.path.exists(vocab_file):
     build_vocabulary(pattern, vocab_file, vocab_size=8000)
@@ -133,12 +136,15 @@ def wait_for_step(model_dir: str, step: int, process: subprocess.Popen) -> bool:
 
 class Chaos:
   """Drives one run through faults until it finishes; `survived` counts them by kind,
-  `problems` lists what went wrong (a fault not answered as documented)."""
+  `problems` lists what went wrong (a fault not answered as documented). Each attempt is
+  `start(args)`: a process with `subprocess.Popen`'s `poll`, `send_signal` and `communicate`,
+  its stderr piped as text (a caller may start it otherwise than a fresh interpreter)."""
 
   def __init__(self, args: list, model_dir: str, corpus_files: list, every: int,
-               train_steps: int, rng: np.random.Generator, log=print):
+               train_steps: int, rng: np.random.Generator, log=print, start=start):
     self.args, self.model_dir, self.corpus_files = args, model_dir, corpus_files
     self.every, self.train_steps, self.rng, self.log = every, train_steps, rng, log
+    self.start = start
     self.survived = collections.Counter()
     self.problems = []
     self.attempts = 0
@@ -159,17 +165,17 @@ class Chaos:
 
   def _finish(self) -> None:
     self.attempts += 1
-    result = subprocess.run(self.args, cwd=ROOT, capture_output=True, text=True,
-                            env=start_env())
-    if result.returncode:
-      self.problems.append(f"the last attempt failed ({result.returncode}): "
-                           f"{result.stderr[-2000:]}")
+    process = self.start(self.args)
+    _, stderr = process.communicate()
+    if process.returncode:
+      self.problems.append(f"the last attempt failed ({process.returncode}): "
+                           f"{stderr[-2000:]}")
 
   def _attempt(self, kind: str, faults_left: int) -> bool:
     """One attempt hit by a fault of `kind`; True if the run finished first."""
     self.attempts += 1
     resumed = max(latest_checkpoint_step(self.model_dir), 0)
-    process = start(self.args)
+    process = self.start(self.args)
     first = (resumed // self.every + 1) * self.every  # training is under way
     target = self._target(first, faults_left)
     if not wait_for_step(self.model_dir, first, process):

@@ -1,10 +1,10 @@
-"""Input that fails mid-run: a corpus file (or the held-out file) removed while a real
-training process reads it. The run stops with one line naming the file and the step, a
-checkpoint of that step, exit status 1; put back, the same command resumes from that step and
-ends with the weights of a run that was never interrupted.
+"""Input that fails mid-run: a corpus file, then (in the re-run) the held-out file, removed
+while a real training process reads it. Each time the run stops with one line naming the file
+and the step, a checkpoint of that step, exit status 1; put back, the same command resumes
+from that step, and the last re-run ends with the weights of a run never interrupted.
 
 The corpus is small (two files of 2 documents, an epoch in fewer than 10 steps), so that the
-training stream reads its files again within the run: a file removed after the first
+training stream reads its files again within the run: a file removed after a
 checkpoint is missed at the next epoch, or, for the held-out file, at the next evaluation
 (every 4 steps).
 """
@@ -64,13 +64,10 @@ def uninterrupted(tmp_path_factory, corpus, data_dir, vocab_file):
   return weights(model_dir)
 
 
-@pytest.mark.parametrize("removed", ["b.txt", "held_out.txt"])
-def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
-    uninterrupted, corpus, tmp_path, data_dir, vocab_file, removed):
-  model_dir = str(tmp_path / "run")
-  args = command(corpus, model_dir, data_dir, vocab_file)
-  process = start(args)
-  wait_for_checkpoint([model_dir], 2, [process], timeout=600)
+def stopped_by_removal(process, model_dir, corpus, tmp_path, removed) -> tuple[int, str]:
+  """Removes `removed` while `process` trains in `model_dir` (it has saved a checkpoint since
+  it started), puts it back once the process ended, and checks that it stopped as documented,
+  with a checkpoint of the step it stopped at: (that step, its stderr)."""
   path = corpus / removed
   os.rename(path, tmp_path / removed)  # the file is gone while the run reads on
   try:
@@ -90,11 +87,36 @@ def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
   step = int(stopped.group(1))
   assert 2 <= step < TRAIN_STEPS and int(stopped.group(3)) == step
   assert latest_checkpoint_step(model_dir) == step
+  return step, stderr
+
+
+def resumed_from(stderr, step):
+  """Checks that the run whose stderr this is resumed from `step`, on the same stream."""
+  assert f"Resumed from the checkpoint at step {step}" in stderr, stderr[-3000:]
+  assert "Changed since" not in stderr  # the same files: no new stream
+
+
+def test_a_file_removed_mid_run_stops_with_a_checkpoint_then_resumes(
+    uninterrupted, corpus, tmp_path, data_dir, vocab_file):
+  """One run, a training file removed after its first checkpoint, then (re-run, put back) the
+  held-out file removed after the re-run's first checkpoint; each stops it, and each re-run
+  resumes where it stopped; the last one ends with the uninterrupted run's weights."""
+  model_dir = str(tmp_path / "run")
+  args = command(corpus, model_dir, data_dir, vocab_file)
+  process = start(args)
+  wait_for_checkpoint([model_dir], 2, [process], timeout=600)
+  step, _ = stopped_by_removal(process, model_dir, corpus, tmp_path, "b.txt")
+
+  process = start(args)
+  wait_for_checkpoint([model_dir], step + 1, [process], timeout=600)
+  held_out_step, stderr = stopped_by_removal(process, model_dir, corpus, tmp_path,
+                                             "held_out.txt")
+  resumed_from(stderr, step)
+  assert held_out_step > step
 
   result = run(args, timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert f"Resumed from the checkpoint at step {step}" in result.stderr
-  assert "Changed since" not in result.stderr  # the same files: no new stream
+  resumed_from(result.stderr, held_out_step)
   resumed = weights(model_dir)
   assert sorted(resumed) == sorted(uninterrupted)
   for name in uninterrupted:
