@@ -107,23 +107,6 @@ def test_remask_trains_with_the_records_shape(tmp_path, data_dir, vocab_file, re
   assert recorded["remask"] is True
 
 
-@pytest.mark.e2e
-def test_switching_between_text_and_records_starts_the_new_stream(
-    tmp_path, data_dir, vocab_file, records_pattern, caplog):
-  records = tiny_config(tmp_path, data_dir, vocab_file, records_pattern)
-  config = dataclasses.replace(records, input_format="sentence_per_line", input_files="builtin",
-                               seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
-                               train_steps=2)
-  trainer.train(config)
-  back = dataclasses.replace(records, seq_length=SEQ, max_predictions_per_seq=PREDICTIONS)
-  with caplog.at_level(logging.INFO, logger="bert_tf"):
-    trainer.train(back)
-  assert "The input changed between text and records: step 2 trains on the records from " \
-         "their beginning" in caplog.text
-  # Steps 3 and 4 read the records' first 16, whatever the text stream's position was.
-  assert record_position.decode(last_position(config.model_dir, 4)) == (0, 0, 15)
-
-
 @pytest.fixture(scope="module")
 def short_records(tmp_path_factory, corpus_pattern, data_dir, vocab_file):
   """One epoch of the built-in corpus at 32 tokens and 5 predictions, seed 7, dealt to three
@@ -145,23 +128,45 @@ def _step_losses(config: TrainConfig) -> list[tuple]:
           if "loss" in row]
 
 
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory, corpus_pattern, data_dir, vocab_file):
+  """bert_tiny trained 5 steps on the built-in corpus's text with `short_records`' settings,
+  its loss logged at every step: (its config, the losses). The reference of the records'
+  loss curve, and the text run that a run on the records follows."""
+  config = TrainConfig(
+      model_dir=str(tmp_path_factory.mktemp("text") / "run"), data_dir=data_dir,
+      vocab_file=vocab_file, input_files=corpus_pattern, config="bert_tiny", seq_length=32,
+      max_predictions_per_seq=5, global_batch_size=8, train_steps=5, checkpoint_every=5,
+      warmup_steps=2, log_every=1, verbose=False, seed=7, serving_export=False)
+  return config, _step_losses(config)
+
+
 @pytest.mark.e2e
-def test_prepared_records_train_to_the_loss_curve_of_the_text(
-    tmp_path, corpus_pattern, data_dir, vocab_file, short_records):
-  text = TrainConfig(
-      model_dir=str(tmp_path / "text"), data_dir=data_dir, vocab_file=vocab_file,
-      input_files=corpus_pattern, config="bert_tiny", seq_length=32, max_predictions_per_seq=5,
-      global_batch_size=8, train_steps=5, checkpoint_every=5, warmup_steps=2, log_every=1,
-      verbose=False, seed=7, serving_export=False)
+def test_prepared_records_train_to_the_loss_curve_of_the_text(tmp_path, text_run,
+                                                               short_records):
+  text, losses = text_run
   records = dataclasses.replace(text, model_dir=str(tmp_path / "records"),
                                 input_format="tfrecord", input_files=short_records,
                                 shuffle_records=False)
   # Read unshuffled (the three files interleaved in the turn they were dealt in), the records
   # are the text stream's first epoch batch for batch; the default shuffled reading would give
   # other batches.
-  losses = _step_losses(text)
   assert [row[0] for row in losses] == [1, 2, 3, 4, 5]
   np.testing.assert_allclose(_step_losses(records), losses, rtol=1e-6)
+
+
+@pytest.mark.e2e
+def test_switching_between_text_and_records_starts_the_new_stream(text_run, short_records,
+                                                                  copy_of, caplog):
+  text, _ = text_run
+  back = dataclasses.replace(text, model_dir=copy_of(text.model_dir), input_format="tfrecord",
+                             input_files=short_records, train_steps=7)
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    trainer.train(back)
+  assert "The input changed between text and records: step 5 trains on the records from " \
+         "their beginning" in caplog.text
+  # Steps 6 and 7 read the records' first 16, whatever the text stream's position was.
+  assert record_position.decode(last_position(back.model_dir, 7)) == (0, 0, 15)
 
 
 @pytest.mark.parametrize("settings", [dict(remask=True), dict(record_compression="GZIP"),
