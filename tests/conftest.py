@@ -1,12 +1,14 @@
 """Shared fixtures, made once per `pytest` run (the first test process to need one makes it,
 the other waits and reads it): the built-in corpus, a vocabulary learned from it, a finished
-tiny run and a tiny encoder."""
+tiny run, a tiny encoder and one of a single layer; and, for a module that asks, export
+verifications forked from the warm Python."""
 
 import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -150,7 +152,7 @@ def model_dir(tmp_path_factory, worker_id, vocab_file):
   return made_once(tmp_path_factory, worker_id, "encoder", make)
 
 
-def _initialised_encoder(directory, vocab_file):
+def _initialised_encoder(directory, vocab_file, num_hidden_layers=2):
   import keras
 
   from bert_tf.data.tokenization import Vocabulary
@@ -161,8 +163,36 @@ def _initialised_encoder(directory, vocab_file):
   from bert_tf.training.train_settings import TrainConfig
   vocabulary = Vocabulary(vocab_file)
   keras.utils.set_random_seed(0)
-  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=2,
+  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32,
+                      num_hidden_layers=num_hidden_layers,
                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
   write_run_files(TrainConfig(model_dir=directory, seq_length=32), config, vocabulary)
   pretraining_model(config).save_weights(os.path.join(directory, WEIGHTS_FILE))
   return directory
+
+
+@pytest.fixture(scope="session")
+def shallow_model_dir(tmp_path_factory, worker_id, vocab_file):
+  """`model_dir`'s encoder with one layer instead of two: for the fine-tunes whose tests check
+  the machinery around the model (runs, resumes, sweeps), not what two layers learn; a layer
+  less is about a quarter less of each run's tracing and export."""
+  def make(directory):
+    return _initialised_encoder(directory, vocab_file, num_hidden_layers=1)
+  return made_once(tmp_path_factory, worker_id, "shallow_encoder", make)
+
+
+@pytest.fixture(scope="module")
+def warm_verification():
+  """While this module's tests run, an export's verification (`export/verification.py`'s
+  `run_process`) loads the SavedModel in a process forked from the warm Python (`helpers.run`:
+  TensorFlow, tensorflow-text and Keras imported, nothing of bert_tf) instead of a fresh
+  interpreter: the same command, without importing TensorFlow again."""
+  from bert_tf.export import verification
+
+  def forked(command, **_):  # `subprocess.run`'s call of `python -c ...`; output as text
+    assert command[0] == sys.executable, command
+    return run(command[1:], timeout=600)
+
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(verification, "run_process", forked)
+    yield

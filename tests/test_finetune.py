@@ -70,8 +70,9 @@ def logged_lines():
 
 
 @pytest.fixture(scope="module")
-def finetuned(tmp_path_factory, model_dir, task):
-  """(config, results, the lines it logged) of a fine-tune of the task."""
+def finetuned(tmp_path_factory, model_dir, task, warm_verification):
+  """(config, results, the lines it logged) of a fine-tune of the task (its export verified
+  by a process forked from the warm Python)."""
   output_dir = str(tmp_path_factory.mktemp("finetuned"))
   config = FinetuneConfig(model_dir=model_dir, train_file=task[0], dev_file=task[1],
                           output_dir=output_dir, epochs=4, learning_rate=2e-3, batch_size=8,

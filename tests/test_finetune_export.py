@@ -4,7 +4,11 @@ Keras model and the Python post-processing give on the same raw text, and say so
 (`finetune/verification.py`), a changed weight or head failing in one line; bad input is an
 error; `python -m bert_tf.export --format=hf` on a fine-tune's output_dir writes the
 transformers class of its task, whose logits equal ours, and says so itself (with transformers,
-or by a numpy forward pass without it)."""
+or by a numpy forward pass without it): the command on a classifier, the functions it calls on
+the other kinds (in this process).
+
+The models served are each exported once (`exported`) and loaded by one serving process
+(`served`) that all the tests read."""
 
 import json
 import os
@@ -22,18 +26,20 @@ from bert_tf.errors import UserError
 from bert_tf.finetune import heads, squad, squad_answers, tagging
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_task
+from bert_tf.finetune.finetuned import export_finetuned, load_finetuned, verify_finetuned
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from helpers import run, run_script
+from helpers import run
 
-# Every test loads an export in a fresh TensorFlow process.
+# Every test reads what a separate TensorFlow process loaded.
 pytestmark = pytest.mark.e2e
 
 TAGS = ["B-ORG", "I-ORG", "O"]
 TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "x " * 40]
+SECOND_TEXTS = ["a second text", "", "the frame and the stack"]  # of pairs, beside TEXTS
 CONTEXTS = [  # a long context: many windows of 32 tokens
     "The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows the value.",
     "Naïve Café: the résumé of a class method returns its object.",
@@ -76,42 +82,97 @@ def encoder(config, seed):
   return pretraining_model(config).get_layer("bert_encoder")
 
 
-def served(directory, signature, **inputs):
-  """The outputs of `signature` of the SavedModel in `directory` on `inputs` (lists of
-  strings), from a process that imports only tensorflow and tensorflow_text."""
-  script = (
-      "import json, tensorflow as tf, tensorflow_text\n"
-      f"model = tf.saved_model.load({directory!r})\n"
-      f"inputs = json.loads({json.dumps(json.dumps(inputs))})\n"
-      f"out = model.signatures[{signature!r}](**{{k: tf.constant(v, tf.string) "
-      "for k, v in inputs.items()})\n"
-      "print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}, "
-      "default=bytes.decode))\n")
-  assert "bert_tf" not in script
-  return run_script(script)
+def score_task(pair):
+  return {"task": "regress", "labels": [], "pair": pair, "seq_length": 24, "lower_case": True}
+
+
+TAG_TASK = {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16, "lower_case": True}
+
+
+@pytest.fixture(scope="module")
+def exported(vocabulary, config, tmp_path_factory):
+  """The models the tests below serve, each exported once: {name: (Keras model, task, export
+  directory)}. `answer_v2`'s threshold lies between its first two questions' null score
+  differences, so that some are answered and some not."""
+  root = tmp_path_factory.mktemp("exports")
+  made = {}
+
+  def export(name, model, task):
+    made[name] = (model, task, export_task(model, task, vocabulary, str(root / name)))
+
+  regression = heads.regression_model(encoder(config, 1))
+  for pair in (False, True):
+    export(f"score_{pair}", regression, score_task(pair))
+  export("tag", heads.tagging_model(encoder(config, 2), len(TAGS)), TAG_TASK)
+  export("answer", heads.span_model(encoder(config, 3)), ANSWER_TASK)
+  spans = heads.span_model(encoder(config, 5))
+  task = {**ANSWER_TASK, "version_2_with_negative": True}
+  differences = python_answers(spans, vocabulary, task).null_score_diff
+  export("answer_v2", spans, {**task, "null_score_diff_threshold": float(
+      np.mean([differences["0"], differences["1"]]))})
+  return made
+
+
+# Serves calls in a process that imports only tensorflow and tensorflow_text: argv[1] is JSON
+# [[export directory, signature, {input: [text, ...]}], ...], each export loaded once; prints
+# each call's outputs (lists), or the message of the InvalidArgumentError it raised, as JSON.
+SERVE = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text
+loaded, said = {}, []
+for directory, signature, inputs in json.loads(sys.argv[1]):
+  if directory not in loaded:
+    loaded[directory] = tf.saved_model.load(directory)
+  try:
+    out = loaded[directory].signatures[signature](
+        **{k: tf.constant(v, tf.string) for k, v in inputs.items()})
+    said.append({k: v.numpy().tolist() for k, v in out.items()})
+  except tf.errors.InvalidArgumentError as e:
+    said.append(e.message)
+print(json.dumps(said, default=bytes.decode))
+"""
+# `test_bad_input_is_an_error`'s calls: (export, signature, inputs).
+BAD_CALLS = [("answer", "answer", {"question": [], "context": []}),
+             ("answer", "answer", {"question": ["a", "b"], "context": ["c"]}),
+             ("tag", "tag", {"text": []}),
+             ("score_True", "score", {"text_a": ["a"], "text_b": ["b", "c"]}),
+             ("answer", "answer", {"question": ["a"], "context": ["a b c"]})]
+
+
+@pytest.fixture(scope="module")
+def served(exported):
+  """What one process that loads `exported` answers: {name: outputs} of each export on the
+  tests' texts, and `bad_input`: what it said to BAD_CALLS, made after those."""
+  calls = {f"score_{pair}": ("score", dict(zip(("text_a", "text_b") if pair else ("text",),
+                                               [TEXTS, SECOND_TEXTS][:1 + pair])))
+           for pair in (False, True)}
+  calls["tag"] = ("tag", {"text": TEXTS})
+  for name in ("answer", "answer_v2"):
+    calls[name] = ("answer", {"question": QUESTIONS, "context": CONTEXTS})
+  given = [[exported[name][2], signature, inputs] for name, (signature, inputs) in calls.items()]
+  given += [[exported[name][2], signature, inputs] for name, signature, inputs in BAD_CALLS]
+  assert "bert_tf" not in SERVE
+  result = run(["-c", SERVE, json.dumps(given)], timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  said = json.loads(result.stdout.strip().splitlines()[-1])
+  return {**dict(zip(calls, said)), "bad_input": said[len(calls):]}
 
 
 @pytest.mark.parametrize("pair", [False, True])
-def test_score_is_the_regression_models(vocabulary, config, tmp_path, pair):
-  model = heads.regression_model(encoder(config, 1))
-  task = {"task": "regress", "labels": [], "pair": pair, "seq_length": 24, "lower_case": True}
-  export_task(model, task, vocabulary, str(tmp_path / "export"))
-  texts = [TEXTS, ["a second text", "", "the frame and the stack"]][:1 + pair]
+def test_score_is_the_regression_models(vocabulary, exported, served, pair):
+  model, _, _ = exported[f"score_{pair}"]
+  texts = [TEXTS, SECOND_TEXTS][:1 + pair]
   features = TextEncoder(vocabulary, lower_case=True, seq_length=24).features(
       *[tf.constant(t) for t in texts])
   expected = model(features, training=False).numpy()[:, 0]
-  names = ("text_a", "text_b") if pair else ("text",)
-  out = served(str(tmp_path / "export"), "score", **dict(zip(names, texts)))
-  np.testing.assert_allclose(out["score"], expected, atol=1e-5)
+  np.testing.assert_allclose(served[f"score_{pair}"]["score"], expected, atol=1e-5)
 
 
-def test_tag_gives_each_word_its_tag_and_offsets(vocabulary, config, tmp_path):
-  model = heads.tagging_model(encoder(config, 2), len(TAGS))
-  seq_length = 16
-  task = {"task": "tag", "labels": TAGS, "pair": False, "seq_length": seq_length,
-          "lower_case": True}
-  export_task(model, task, vocabulary, str(tmp_path / "export"))
-  out = served(str(tmp_path / "export"), "tag", text=TEXTS)
+def test_tag_gives_each_word_its_tag_and_offsets(vocabulary, exported, served):
+  model, task, _ = exported["tag"]
+  seq_length = task["seq_length"]
+  out = served["tag"]
   words = [out["words"][i][:n] for i, n in enumerate(out["num_words"])]
   assert words[0] == ["Café", "naïve", ",", "résumé", "."]
   assert words[1] == ["The", "Stack", "-", "Frame", "of", "an", "object"]
@@ -155,89 +216,59 @@ def check_answers(out, answers):
     assert out["has_answer"][i] == bool(text)
 
 
-def test_answer_is_the_python_selections_over_all_windows(vocabulary, config, tmp_path):
-  model = heads.span_model(encoder(config, 3))
-  export_task(model, ANSWER_TASK, vocabulary, str(tmp_path / "export"))
-  out = served(str(tmp_path / "export"), "answer", question=QUESTIONS, context=CONTEXTS)
-  answers = python_answers(model, vocabulary, ANSWER_TASK)
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
+def test_answer_is_the_python_selections_over_all_windows(vocabulary, exported, served):
+  model, task, directory = exported["answer"]
+  out = served["answer"]
+  answers = python_answers(model, vocabulary, task)
   check_answers(out, answers)
   assert out["answer"][0] and out["answer"][1] and out["answer"][2] == ""  # empty context
-  verified(verify_task_export(str(tmp_path / "export"), model, ANSWER_TASK, vocabulary),
-           "answer")
+  verified(verify_task_export(directory, model, task, vocabulary), "answer")
 
 
-def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, config, tmp_path):
-  model = heads.span_model(encoder(config, 5))
-  task = {**ANSWER_TASK, "version_2_with_negative": True}
-  differences = python_answers(model, vocabulary, task).null_score_diff
-  # A threshold between the questions' null score differences: some answered, some not.
-  task["null_score_diff_threshold"] = float(np.mean([differences["0"], differences["1"]]))
-  export_task(model, task, vocabulary, str(tmp_path / "export"))
-  out = served(str(tmp_path / "export"), "answer", question=QUESTIONS, context=CONTEXTS)
+def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, exported, served):
+  model, task, _ = exported["answer_v2"]
+  out = served["answer_v2"]
   answers = python_answers(model, vocabulary, task)
   check_answers(out, answers)
   assert sorted(out["has_answer"][:2]) == [False, True]
 
 
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocabulary, config,
-                                                                          tmp_path):
-  """The tagger exported, then checked against the model with a tag's bias raised (as if the
-  weights changed after the export); the span model exported with its start and end rows
-  swapped (a wrong head)."""
-  tagger = heads.tagging_model(encoder(config, 8), len(TAGS))
-  task = {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16, "lower_case": True}
-  export_task(tagger, task, vocabulary, str(tmp_path / "tag"))
-  bias = tagger.get_layer("classifier").bias
+                                                                          exported):
+  """The tagger's export checked against a copy of the tagger with a tag's bias raised (as if
+  the weights changed after the export); the span model's export against a copy with its
+  start and end rows swapped (a wrong head)."""
+  tagger, task, directory = exported["tag"]
+  changed = heads.tagging_model(encoder(config, 8), len(TAGS))
+  changed.set_weights(tagger.get_weights())
+  bias = changed.get_layer("classifier").bias
   bias.assign(bias.numpy() + [0.0, 5.0, 0.0])
   with pytest.raises(UserError, match=r"^tag savedmodel export failed verification: its tags "
                      r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
-    verify_task_export(str(tmp_path / "tag"), tagger, task, vocabulary)
+    verify_task_export(directory, changed, task, vocabulary)
 
-  spans, swapped = (heads.span_model(encoder(config, 9)) for _ in range(2))
+  spans, task, directory = exported["answer"]
+  swapped = heads.span_model(encoder(config, 9))
   swapped.set_weights(spans.get_weights())
   kernel, span_bias = spans.get_layer("qa_outputs").get_weights()
   swapped.get_layer("qa_outputs").set_weights([kernel[:, ::-1], span_bias[::-1]])
-  export_task(swapped, ANSWER_TASK, vocabulary, str(tmp_path / "answer"))
   with pytest.raises(UserError, match=r"^answer savedmodel export failed verification: its "
                      r"(answer|score) differs from the Keras model's by \S+ \(tolerance "
                      r"1e-04\)$"):
-    verify_task_export(str(tmp_path / "answer"), spans, ANSWER_TASK, vocabulary)
+    verify_task_export(directory, swapped, task, vocabulary)
 
 
-def test_bad_input_is_an_error(vocabulary, config, tmp_path):
+def test_bad_input_is_an_error(served):
   """An empty batch, or inputs of different sizes, is an error that says so, for every
-  signature, and the model serves on after it."""
-  body = encoder(config, 6)
-  export_task(heads.span_model(body), ANSWER_TASK, vocabulary, str(tmp_path / "answer"))
-  export_task(heads.tagging_model(body, len(TAGS)),
-              {"task": "tag", "labels": TAGS, "pair": False, "seq_length": 16,
-               "lower_case": True}, vocabulary, str(tmp_path / "tag"))
-  export_task(heads.regression_model(body),
-              {"task": "regress", "labels": [], "pair": True, "seq_length": 16,
-               "lower_case": True}, vocabulary, str(tmp_path / "score"))
-  calls = [("answer", {"question": [], "context": []}),
-           ("answer", {"question": ["a", "b"], "context": ["c"]}),
-           ("tag", {"text": []}),
-           ("score", {"text_a": ["a"], "text_b": ["b", "c"]}),
-           ("answer", {"question": ["a"], "context": ["a b c"]})]
-  script = (
-      "import json, tensorflow as tf, tensorflow_text\n"
-      f"calls = json.loads({json.dumps(json.dumps(calls))})\n"
-      "said = []\n"
-      "for name, inputs in calls:\n"
-      f"  served = tf.saved_model.load({str(tmp_path)!r} + '/' + name).signatures[name]\n"
-      "  try:\n"
-      "    out = served(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})\n"
-      "    said.append(out['answer'].numpy()[0].decode())\n"
-      "  except tf.errors.InvalidArgumentError as e:\n"
-      "    said.append(e.message)\n"
-      "print(json.dumps(said))\n")
-  said = run_script(script)
+  signature, and the model serves on after it (the same loaded model)."""
+  said = served["bad_input"]
   assert "question: the batch is empty" in said[0]
   assert "context and question hold different numbers of texts" in said[1]
   assert "text: the batch is empty" in said[2]
   assert "text_b and text_a hold different numbers of texts" in said[3]
-  assert said[4] in ("a", "b", "c", "a b", "b c", "a b c")  # still serving after the errors
+  assert said[4]["answer"][0] in ("a", "b", "c", "a b", "b c", "a b c")  # still serving
 
 
 # === Handed to transformers ===
@@ -291,11 +322,17 @@ def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp
              else {})}
   output_dir = write_output_dir(str(tmp_path / "finetuned"), model, config, vocabulary, task)
   hf_dir = str(tmp_path / "hf")
-  result = run(["-m", "bert_tf.export", f"--model_dir={output_dir}", "--format=hf",
-                f"--output={hf_dir}"])
-  assert result.returncode == 0, result.stderr[-3000:]
+  if kind == "classify":  # the command; the other kinds by the functions it calls, here
+    result = run(["-m", "bert_tf.export", f"--model_dir={output_dir}", "--format=hf",
+                  f"--output={hf_dir}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = result.stdout
+  else:
+    finetuned = load_finetuned(output_dir)
+    export_finetuned(finetuned, "hf", hf_dir)
+    said = verify_finetuned(finetuned, "hf", hf_dir)
   assert re.search(rf"^verified: {kind} hf ids equal, largest output difference \S+ "
-                   r"\(logits; tolerance 1e-04\)$", result.stdout, re.M), result.stdout
+                   r"\(logits; tolerance 1e-04\)$", said, re.M), said
   assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(
       model, task, vocabulary, hf_dir, monkeypatch)
 

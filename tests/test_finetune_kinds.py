@@ -93,6 +93,13 @@ def write_json(path, value):
 
 
 @pytest.fixture(scope="module")
+def model_dir(shallow_model_dir):
+  """The encoder the kinds start from: conftest's of one layer (the tests check each kind's
+  run and output_dir, not what the encoder learns; a layer less is less to trace)."""
+  return shallow_model_dir
+
+
+@pytest.fixture(scope="module")
 def files(tmp_path_factory):
   directory = tmp_path_factory.mktemp("kinds")
   return {"regress": (write_regression(directory / "train.tsv", 48, 0),
@@ -146,6 +153,7 @@ def check_output_dir(config, results, task):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_regression(files, model_dir, tmp_path, logged):
   config = config_for("regress", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -159,6 +167,7 @@ def test_regression(files, model_dir, tmp_path, logged):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_tagging(files, model_dir, tmp_path, logged):
   config = config_for("tag", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -175,6 +184,7 @@ def test_tagging(files, model_dir, tmp_path, logged):
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_answer_v2_with_windows(files, model_dir, tmp_path, logged):
   config = config_for("answer", files, model_dir, tmp_path / "out")
   results = finetune(config)

@@ -311,16 +311,17 @@ def test_the_table_and_its_macro_average():
 
 def _tiny(model_dir, output_dir, **settings):
   """An epoch of one step: the batch holds the 12 training rows (one shape, one trace); the
-  export not verified (test_finetune*'s are)."""
+  export not verified (test_finetune*'s are). `model_dir`: conftest's one-layer encoder (the
+  tests check the driver and the sweep, not what the encoder learns)."""
   return FinetuneConfig(model_dir=model_dir, output_dir=output_dir, epochs=1,
                         learning_rate=1e-3, batch_size=12, seq_length=16, skip_verify=True,
                         **settings)
 
 
 @pytest.mark.e2e
-def test_cola_over_two_seeds(model_dir, glue_dir, tmp_path):
-  summary = sweep.run(_tiny(model_dir, str(tmp_path), glue_task="cola", glue_dir=glue_dir,
-                            seeds="0,1", predict_file="test"))
+def test_cola_over_two_seeds(shallow_model_dir, glue_dir, tmp_path):
+  summary = sweep.run(_tiny(shallow_model_dir, str(tmp_path), glue_task="cola",
+                            glue_dir=glue_dir, seeds="0,1", predict_file="test"))
   assert [run["seed"] for run in summary["runs"]] == [0, 1]
   for run in summary["runs"]:
     assert list(run["scores"]) == ["matthews_correlation"]
@@ -361,10 +362,11 @@ def _figures_masked(lines: list[str]) -> list[str]:
 
 
 @pytest.mark.e2e
-def test_the_driver_fine_tunes_all_nine_tasks(model_dir, glue_dir, tmp_path):
+def test_the_driver_fine_tunes_all_nine_tasks(shallow_model_dir, glue_dir, tmp_path):
   """Each task in GLUE's layout trains (one step), reports its own metrics, and predicts its
   test files into the server's; the table is the one docs/finetuning.md shows."""
-  results = run_glue(_tiny(model_dir, str(tmp_path), glue_dir=glue_dir, predict_file="test"))
+  results = run_glue(_tiny(shallow_model_dir, str(tmp_path), glue_dir=glue_dir,
+                           predict_file="test"))
   assert list(results["tasks"]) == list(tasks.TASKS)
   for name, entry in results["tasks"].items():
     task = tasks.TASKS[name]

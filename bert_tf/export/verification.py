@@ -28,6 +28,11 @@ from bert_tf.interop import huggingface
 
 log = logging.getLogger("bert_tf")
 
+# How `saved_model_outputs` runs its `python -c` process: `subprocess.run`'s call; a caller may
+# put here another way to run the same command in a new process (the tests fork it from a
+# Python that has imported TensorFlow already, and nothing of bert_tf).
+run_process = subprocess.run
+
 # (text_a, text_b): accents, CJK, numbers, cased words, and a pair longer than any training
 # sequence length, so that truncation is exercised. text_b "" is a single text.
 EXAMPLES = (
@@ -225,8 +230,8 @@ def saved_model_outputs(directory: str, calls: list, export_name: str) -> list[d
       json.dump(calls, f)
     environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL",
                                                                           "2")}
-    process = subprocess.run([sys.executable, "-c", _CALL_SAVED_MODEL, given, directory,
-                              answered], capture_output=True, text=True, env=environment)
+    process = run_process([sys.executable, "-c", _CALL_SAVED_MODEL, given, directory, answered],
+                          capture_output=True, text=True, env=environment)
     if process.returncode:
       last = (process.stderr.strip().splitlines() or ["(no message)"])[-1]
       raise UserError(f"{export_name} export failed verification: loading {directory} with "
