@@ -196,3 +196,18 @@ def warm_verification():
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(verification, "run_process", forked)
     yield
+
+
+@pytest.fixture(scope="session")
+def hf_export_of_finished_run(tmp_path_factory, worker_id, finished_run):
+  """`python -m bert_tf.export --format=hf` of `finished_run`'s model_dir, run once (it verifies
+  the export: test_train.py reads what it wrote, test_export_verification.py what it said):
+  (its output directory, the completed process). Read it, do not change it."""
+  def make(directory):
+    output = os.path.join(directory, "hf")
+    result = run(["-m", "bert_tf.export", f"--model_dir={finished_run[0]}", "--format=hf",
+                  f"--output={output}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [output, result.args, result.stdout, result.stderr]
+  output, args, stdout, stderr = made_once(tmp_path_factory, worker_id, "hf_export", make)
+  return output, subprocess.CompletedProcess(args, 0, stdout, stderr)

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -84,11 +85,19 @@ def test_a_difference_in_ids_or_beyond_the_tolerance_fails_in_one_line():
       "hf", lambda: logits, lambda: {"mlm_logits": logits["mlm_logits"] + [[1e-3, 0]]}, 1e-4)
 
 
+@pytest.fixture(scope="module")
+def savedmodel(trained, tmp_path_factory):
+  """The trained model's SavedModel, exported once: read it, or change a copy."""
+  return export(trained, "savedmodel", str(tmp_path_factory.mktemp("savedmodel") / "serving"))
+
+
 @pytest.mark.e2e
-def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(trained, tmp_path):
-  directory = export(trained, "savedmodel", str(tmp_path / "serving"))
-  assert checked_line(verify(trained, "savedmodel", directory), "savedmodel") < 1e-5
-  # The same model with one weight changed, exported where the trained one should be.
+def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(trained, savedmodel,
+                                                                          tmp_path):
+  assert checked_line(verify(trained, "savedmodel", savedmodel), "savedmodel") < 1e-5
+  # The same model with one weight changed, exported where the trained one should be (in a
+  # copy of it).
+  directory = shutil.copytree(savedmodel, str(tmp_path / "serving"))
   export(Trained(changed(trained), trained.config, trained.vocabulary, True, SEQ_LENGTH),
          "savedmodel", directory)
   with pytest.raises(UserError, match=r"^savedmodel export failed verification: its \w+ "
@@ -97,8 +106,8 @@ def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(train
 
 
 @pytest.mark.e2e
-def test_savedmodel_that_does_not_load_fails_in_one_line(trained, tmp_path):
-  directory = export(trained, "savedmodel", str(tmp_path / "serving"))
+def test_savedmodel_that_does_not_load_fails_in_one_line(trained, savedmodel, tmp_path):
+  directory = shutil.copytree(savedmodel, str(tmp_path / "serving"))
   os.remove(os.path.join(directory, "saved_model.pb"))
   with pytest.raises(UserError, match=r"^savedmodel export failed verification: loading .* "
                      r"with tensorflow and tensorflow-text failed: .*saved_model\.pb"):
@@ -182,16 +191,16 @@ def test_keras_hub_with_a_changed_weight_fails(trained, tmp_path):
 
 
 @pytest.mark.e2e
-def test_export_command_and_train_py_say_verified_unless_skipped(finished_run, tmp_path):
+def test_export_command_and_train_py_say_verified_unless_skipped(
+    finished_run, hf_export_of_finished_run, tmp_path):
   model_dir, training = finished_run
   assert re.search(r"verified: savedmodel ids equal, largest output difference \S+ "
                    r"\(\w+; tolerance 1e-04\)", training.stderr)
-  result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
-                f"--output={tmp_path / 'hf'}"])
-  assert result.returncode == 0, result.stderr[-3000:]
+  hf, result = hf_export_of_finished_run  # `python -m bert_tf.export --format=hf`
   verified, wrote = result.stdout.splitlines()
   checked_line(verified, "hf")
-  assert wrote == f"wrote {tmp_path / 'hf'}"
+  assert wrote == f"wrote {hf}"
+  shutil.copytree(hf, tmp_path / "hf")  # written again, unverified, over a copy of it
   result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=hf",
                 f"--output={tmp_path / 'hf'}", "--skip_verify"])
   assert result.returncode == 0, result.stderr[-3000:]

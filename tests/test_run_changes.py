@@ -2,7 +2,8 @@
 change (model, stream, noted) on a real model_dir, and every setting classified.
 
 One base run (4 steps of 8 examples, on three of the built-in corpus's four files) is copied
-for each re-run, so each test changes one thing. The data position in a checkpoint says what
+for each re-run, so each re-run changes one class of thing (tests that read the same re-run
+share it). The data position in a checkpoint says what
 the re-run trained on: (epoch, piece, example) of the last example, one piece per file here.
 """
 
@@ -68,6 +69,43 @@ def rerun(base: TrainConfig, tmp_path, caplog, **changes) -> tuple[str, str]:
   return model_dir, caplog.text
 
 
+class Logged(logging.Handler):
+  """What caplog holds, for a module's fixture (caplog is a test's): every record that reaches
+  the root logger, bert_tf's from INFO on, while `with Logged() as logged:` runs."""
+
+  def __init__(self):
+    super().__init__(logging.NOTSET)
+    self.records = []
+
+  def emit(self, record):
+    self.records.append(record)
+
+  @property
+  def text(self) -> str:
+    return "\n".join(record.getMessage() for record in self.records)
+
+  def __enter__(self):
+    self.level_before = logging.getLogger("bert_tf").level
+    logging.getLogger("bert_tf").setLevel(logging.INFO)
+    logging.getLogger().addHandler(self)
+    return self
+
+  def __exit__(self, *exception):
+    logging.getLogger().removeHandler(self)
+    logging.getLogger("bert_tf").setLevel(self.level_before)
+
+
+def shared_rerun(base: TrainConfig, directory, **changes) -> tuple[str, Logged]:
+  """As `rerun`, for a module's fixture (a re-run that several tests read): (its model_dir,
+  what was logged, the collection after the run included)."""
+  model_dir = str(directory / "run")
+  shutil.copytree(base.model_dir, model_dir)
+  with Logged() as logged:
+    trainer.train(dataclasses.replace(base, model_dir=model_dir, **changes))
+    gc.collect()  # TensorFlow warns of what a restore left unused when its status is deleted
+  return model_dir, logged
+
+
 def test_every_setting_declares_what_changing_it_does():
   unclassified = [field.name for field in settings.declared(TrainConfig)
                   if field.metadata["change"] not in settings.CHANGES]
@@ -89,16 +127,26 @@ def test_base_run_recorded_its_position_and_corpus(base):
   assert os.path.exists(os.path.join(base.model_dir, "corpus.json"))
 
 
-@pytest.mark.e2e
-def test_noted_changes_are_said_and_the_stream_goes_on(base, tmp_path, caplog, corpus_dir):
+@pytest.fixture(scope="module")
+def noted(base, tmp_path_factory, corpus_dir):
+  """A re-run with noted changes only: more steps, another learning rate, more evaluation
+  batches, dropout off, and a corpus file touched (its size the same); (its model_dir, what
+  was logged, the touched file)."""
   first = corpus_dir / "pydoc_topics-00-of-04.txt"
   stat = os.stat(first)
   os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched, same size
   try:
-    model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, learning_rate=5e-4,
-                           eval_steps=2)
+    model_dir, logged = shared_rerun(base, tmp_path_factory.mktemp("noted"), train_steps=6,
+                                     learning_rate=5e-4, eval_steps=2, dropout=0.0)
   finally:
     os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+  return model_dir, logged, first
+
+
+@pytest.mark.e2e
+def test_noted_changes_are_said_and_the_stream_goes_on(noted):
+  model_dir, logged, first = noted
+  log = logged.text
   assert "train_steps 4 -> 6 (noted)" in log
   assert "learning_rate 0.001 -> 0.0005 (noted)" in log
   assert "eval_steps 1 -> 2 (noted)" in log
@@ -107,11 +155,18 @@ def test_noted_changes_are_said_and_the_stream_goes_on(base, tmp_path, caplog, c
   assert position(model_dir, 6) == (0, 0, 6 * BATCH - 1)  # right after step 4's
 
 
+@pytest.fixture(scope="module")
+def longer(base, tmp_path_factory):
+  """Phase 2 on phase 1's model_dir: longer sequences, more steps; (its model_dir, what was
+  logged)."""
+  return shared_rerun(base, tmp_path_factory.mktemp("longer"), train_steps=6, seq_length=64,
+                      max_predictions_per_seq=10)
+
+
 @pytest.mark.e2e
-def test_a_changed_sequence_length_starts_the_next_epoch(base, tmp_path, caplog):
-  # Phase 2 on phase 1's model_dir: longer sequences, more steps.
-  model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, seq_length=64,
-                         max_predictions_per_seq=10)
+def test_a_changed_sequence_length_starts_the_next_epoch(longer):
+  model_dir, logged = longer
+  log = logged.text
   assert "seq_length 32 -> 64 (a new stream)" in log
   assert "max_predictions_per_seq 5 -> 10 (a new stream)" in log
   assert "The stream of examples changed: step 4 trains on it from the start of its epoch 1" \
@@ -121,11 +176,10 @@ def test_a_changed_sequence_length_starts_the_next_epoch(base, tmp_path, caplog)
 
 
 @pytest.mark.e2e
-def test_the_restarted_stream_is_saved_before_training(base, tmp_path, caplog):
+def test_the_restarted_stream_is_saved_before_training(longer):
   # A run stopped before its first checkpoint must not leave the old stream's position under
   # the new train_config.json: the restored step's checkpoint is rewritten at once.
-  model_dir, _ = rerun(base, tmp_path, caplog, train_steps=6, seq_length=64,
-                       max_predictions_per_seq=10)
+  model_dir, _ = longer
   reader = tf.train.load_checkpoint(os.path.join(model_dir, "checkpoints", "ckpt-4"))
   (key,) = reader.get_tensor("data_position/.ATTRIBUTES/VARIABLE_VALUE")
   assert key == stream_position.encode(1, 0, 0) - 1
@@ -174,12 +228,11 @@ def test_a_finished_run_rerun_keeps_its_figures(base, tmp_path, caplog):
 
 
 @pytest.mark.e2e
-def test_resuming_without_dropout_warns_nothing(base, tmp_path, caplog):
+def test_resuming_without_dropout_warns_nothing(noted):
   # The checkpoint holds the dropout layers' random-number states; this model has none.
-  model_dir, log = rerun(base, tmp_path, caplog, train_steps=6, dropout=0.0)
-  gc.collect()  # TensorFlow warns of what a restore left unused when its status is deleted
-  assert "dropout None -> 0.0 (noted)" in log
-  assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+  model_dir, logged, _ = noted
+  assert "dropout None -> 0.0 (noted)" in logged.text
+  assert [r.getMessage() for r in logged.records if r.levelno >= logging.WARNING
           and "checkpoint" in r.getMessage()] == []
   assert position(model_dir, 6) == (0, 0, 6 * BATCH - 1)
 

@@ -78,8 +78,9 @@ def test_flags_txt_is_a_flagfile_and_rerun_resumes_finished_run(finished_run, co
   model_dir = copy_of(finished_run[0])  # flags.txt names the run's model_dir: go on in the copy
   flags_text = open(os.path.join(model_dir, "flags.txt")).read()
   assert f"--train_steps={TINY_RUN_STEPS}" in flags_text and "--seq_length=64" in flags_text
+  # No serving export: the run's own is tested, and this re-run's would be the same weights'.
   result = run(["train.py", f"--flagfile={os.path.join(model_dir, 'flags.txt')}",
-                f"--model_dir={model_dir}"])
+                f"--model_dir={model_dir}", "--noserving_export"])
   assert result.returncode == 0, result.stderr[-3000:]
   assert f"Resumed from the checkpoint at step {TINY_RUN_STEPS}" in result.stderr
   metrics = json.load(open(os.path.join(model_dir, "metrics.json")))
@@ -199,20 +200,22 @@ def test_saved_model_cli_lists_the_signatures(finished_run):
 
 @pytest.mark.e2e
 def test_export_command_writes_every_format_and_init_checkpoint_reads_hf(
-    finished_run, tmp_path, data_dir, vocab_file):
-  """The default format (savedmodel) is exported in test_watching.py's quiet commands."""
+    finished_run, hf_export_of_finished_run, tmp_path, data_dir, vocab_file):
+  """The default format (savedmodel) is exported in test_watching.py's quiet commands; the hf
+  export is conftest's (test_export_verification.py reads what the command said)."""
   model_dir, _ = finished_run
-  for export_format in ("hf", "keras_hub"):
-    result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}",
-                  f"--format={export_format}", f"--output={tmp_path / export_format}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-  assert (tmp_path / "hf" / "model.safetensors").exists()
-  assert (tmp_path / "hf" / "vocab.txt").exists()
+  hf, _ = hf_export_of_finished_run
+  result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", "--format=keras_hub",
+                f"--output={tmp_path / 'keras_hub'}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert os.path.exists(os.path.join(hf, "model.safetensors"))
+  assert os.path.exists(os.path.join(hf, "vocab.txt"))
   assert (tmp_path / "keras_hub" / "config.json").exists()
-  # Continued pre-training from the Hugging Face export.
+  # Continued pre-training from the Hugging Face export: two steps, no SavedModel (the
+  # initialisation is what is tested).
   result = run(["train.py", f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
-                f"--model_dir={tmp_path / 'continued'}", f"--init_checkpoint={tmp_path / 'hf'}",
-                *TINY])
+                f"--model_dir={tmp_path / 'continued'}", f"--init_checkpoint={hf}", *TINY,
+                "--train_steps=2", "--checkpoint_every=2", "--noserving_export"])
   assert result.returncode == 0, result.stderr[-3000:]
   assert "Initialising from" in result.stderr
 
