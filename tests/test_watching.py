@@ -169,7 +169,8 @@ def test_a_mistake_is_one_line_and_debug_brings_the_noise_back(tmp_path):
 @pytest.fixture
 def resumed(finished_run, copy_of):
   """A copy of the run as if killed after its last window, before its last checkpoint: the
-  checkpoint at step 12 is gone, and the same command (in the copy) resumes from step 8."""
+  checkpoint at step 12 is gone, and the same command (in the copy, without the serving
+  export) resumes from step 8."""
   import tensorflow as tf
   model_dir = copy_of(finished_run[0])
   before = history(model_dir)
