@@ -85,6 +85,19 @@ def test_a_difference_in_ids_or_beyond_the_tolerance_fails_in_one_line():
       "hf", lambda: logits, lambda: {"mlm_logits": logits["mlm_logits"] + [[1e-3, 0]]}, 1e-4)
 
 
+@pytest.fixture
+def warm_loading(monkeypatch):
+  """`warm_loading()`: from then on in this test, a verification loads the SavedModel in a
+  process forked from the warm Python (as conftest's `warm_verification` does for a module),
+  not a fresh interpreter: for the checks of a broken export, which do not depend on a fresh
+  interpreter (`test_savedmodel_verifies_in_a_fresh_process...`'s first check does)."""
+  def forked(command, **_):  # `subprocess.run`'s call of `python -c ...`; output as text
+    assert command[0] == sys.executable, command
+    return run(command[1:], timeout=600)
+
+  return lambda: monkeypatch.setattr(verification, "run_process", forked)
+
+
 @pytest.fixture(scope="module")
 def savedmodel(trained, tmp_path_factory):
   """The trained model's SavedModel, exported once: read it, or change a copy."""
@@ -93,10 +106,12 @@ def savedmodel(trained, tmp_path_factory):
 
 @pytest.mark.e2e
 def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(trained, savedmodel,
-                                                                          tmp_path):
+                                                                          tmp_path,
+                                                                          warm_loading):
   assert checked_line(verify(trained, "savedmodel", savedmodel), "savedmodel") < 1e-5
   # The same model with one weight changed, exported where the trained one should be (in a
-  # copy of it).
+  # copy of it), and loaded in a forked process.
+  warm_loading()
   directory = shutil.copytree(savedmodel, str(tmp_path / "serving"))
   export(Trained(changed(trained), trained.config, trained.vocabulary, True, SEQ_LENGTH),
          "savedmodel", directory)
@@ -106,7 +121,9 @@ def test_savedmodel_verifies_in_a_fresh_process_and_a_changed_weight_fails(train
 
 
 @pytest.mark.e2e
-def test_savedmodel_that_does_not_load_fails_in_one_line(trained, savedmodel, tmp_path):
+def test_savedmodel_that_does_not_load_fails_in_one_line(trained, savedmodel, tmp_path,
+                                                        warm_loading):
+  warm_loading()
   directory = shutil.copytree(savedmodel, str(tmp_path / "serving"))
   os.remove(os.path.join(directory, "saved_model.pb"))
   with pytest.raises(UserError, match=r"^savedmodel export failed verification: loading .* "
