@@ -43,8 +43,10 @@ def is_deleted(character: str) -> bool:
 
 
 @functools.cache
-def _tables() -> dict:
-  """Regular expressions and the lower-casing table, from this Python's Unicode database."""
+def code_point_classes() -> dict:
+  """The character classes, and the letters whose lower case is checked against TensorFlow's,
+  from this Python's Unicode database and `str.lower()` alone: no TensorFlow op runs, so that
+  a process may compute them before it forks (a second of CPU)."""
   deleted, kept, marks = [], [], []
   for code_point in range(sys.maxunicode + 1):
     character = chr(code_point)
@@ -74,8 +76,15 @@ def _tables() -> dict:
                       f"{_CAPITAL_SIGMA}({_character_class(ignorable)}*)"
                       f"({_character_class(neither)}|$)"),
       "marks": _character_class(marks),
-      "lower_fixes": _lower_fixes(letters),
+      "letters": letters,
   }
+
+
+@functools.cache
+def _tables() -> dict:
+  """Regular expressions and the lower-casing table, from this Python's Unicode database."""
+  classes = code_point_classes()
+  return {**classes, "lower_fixes": _lower_fixes(classes["letters"])}
 
 
 def _lower_fixes(characters) -> dict:
