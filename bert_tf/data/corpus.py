@@ -8,6 +8,7 @@ next. So memory is bounded by the chunk size and the longest document allowed
 How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
+import functools
 import logging
 import os
 
@@ -163,6 +164,33 @@ def documents_from_text(content: tf.Tensor, input_format: str) -> tf.RaggedTenso
   return documents
 
 
+@functools.cache
+def _chunk_splitter(input_format: str):
+  """`read_range`'s scan function for `input_format`, traced once per process (every stream
+  reads its ranges through it)."""
+
+  @tf.function(autograph=False, reduce_retracing=True)
+  def split_chunk(carried, chunk):
+    """(unfinished line, unfinished document), chunk -> the new ones, complete documents.
+
+    The unfinished document's sentences are carried joined by newlines (they hold none), so
+    that the state keeps one shape."""
+    (line_start, pending), (text, at_end) = carried, chunk
+    raw_lines = tf.strings.split(line_start + text, "\n")
+    num_complete = tf.size(raw_lines) - tf.where(at_end, 0, 1)
+    pending = tf.strings.split(pending, "\n")
+    documents, pending = _split_documents(
+        _clean_lines(raw_lines[:num_complete]), pending[tf.strings.length(pending) > 0],
+        at_end, input_format)
+    unfinished_line = tf.where(at_end, b"", raw_lines[-1])
+    unfinished_line = tf.strings.substr(
+        tf.strings.regex_replace(unfinished_line, r"^\s+", ""), 0, _MAX_LINE_BYTES)
+    return ((unfinished_line, tf.strings.reduce_join(pending, separator="\n")),
+            (documents.flat_values, documents.row_splits))
+
+  return split_chunk
+
+
 def read_range(path: tf.Tensor, start: tf.Tensor, end: tf.Tensor, file_size: tf.Tensor,
                input_format: str, chunk_bytes: int = CHUNK_BYTES) -> tf.data.Dataset:
   """The documents (1-D string tensors of sentences) of bytes [start, end) of `path`, whose
@@ -194,25 +222,7 @@ def read_range(path: tf.Tensor, start: tf.Tensor, end: tf.Tensor, file_size: tf.
                             False))
   chunks = chunks.concatenate(tf.data.Dataset.from_tensors((tf.constant(b""), True)))
 
-  def split_chunk(carried, chunk):
-    """(unfinished line, unfinished document), chunk -> the new ones, complete documents.
-
-    The unfinished document's sentences are carried joined by newlines (they hold none), so
-    that the state keeps one shape."""
-    (line_start, pending), (text, at_end) = carried, chunk
-    raw_lines = tf.strings.split(line_start + text, "\n")
-    num_complete = tf.size(raw_lines) - tf.where(at_end, 0, 1)
-    pending = tf.strings.split(pending, "\n")
-    documents, pending = _split_documents(
-        _clean_lines(raw_lines[:num_complete]), pending[tf.strings.length(pending) > 0],
-        at_end, input_format)
-    unfinished_line = tf.where(at_end, b"", raw_lines[-1])
-    unfinished_line = tf.strings.substr(
-        tf.strings.regex_replace(unfinished_line, r"^\s+", ""), 0, _MAX_LINE_BYTES)
-    return ((unfinished_line, tf.strings.reduce_join(pending, separator="\n")),
-            (documents.flat_values, documents.row_splits))
-
-  documents = chunks.scan((tf.constant(b""), tf.constant(b"")), split_chunk)
+  documents = chunks.scan((tf.constant(b""), tf.constant(b"")), _chunk_splitter(input_format))
   return documents.flat_map(lambda sentences, row_splits: tf.data.Dataset.from_tensor_slices(
       tf.RaggedTensor.from_row_splits(sentences, row_splits)))
 

@@ -26,7 +26,10 @@ from bert_tf.errors import UserError
 
 
 class ExampleBuilder:
-  """Turns a window of documents into padded, masked examples (the per-window work)."""
+  """Turns a window of documents into padded, masked examples (the per-window work). Its two
+  functions are traced once per builder, and `example_builder` keeps the builders of a
+  process: a second pipeline of the same vocabulary and settings (the held-out one, the final
+  figures', a resumed stream's, another seed's) calls them instead of tracing them again."""
 
   def __init__(self, vocabulary: Vocabulary, config: PipelineConfig):
     self.config = config
@@ -43,12 +46,14 @@ class ExampleBuilder:
         mask_token_rate=config.mask_token_rate, random_token_rate=config.random_token_rate,
         whole_word_masking=config.whole_word_masking)
 
+  @tf.function(autograph=False, reduce_retracing=True)
   def tokenize(self, documents: tf.RaggedTensor) -> tf.RaggedTensor:
     """string [documents, (sentences)] -> int32 token ids [documents, (sentences), (tokens)]:
     the part of the work that is the same every epoch."""
     tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
     return tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
 
+  @tf.function(autograph=False, reduce_retracing=True)
   def __call__(self, sentence_tokens: tf.RaggedTensor, seed: tf.Tensor):
     """sentence_tokens: a window's documents, `tokenize`d: int32 [documents, (sentences),
     (tokens)]. Returns (features, labels, weights, facts), each with a leading instance
@@ -90,6 +95,12 @@ class ExampleBuilder:
     shape = [None, self.config.seq_length]
     return (token_ids.to_tensor(shape=shape), tf.cast(segment_ids.to_tensor(shape=shape), tf.int32),
             lengths)
+
+
+@functools.lru_cache(maxsize=8)
+def example_builder(vocabulary: Vocabulary, config: PipelineConfig) -> ExampleBuilder:
+  """The process's builder for this vocabulary and these settings (see `ExampleBuilder`)."""
+  return ExampleBuilder(vocabulary, config)
 
 
 def _shuffled_blocks(blocks: tf.data.Dataset, seed: tf.Tensor) -> tf.data.Dataset:
@@ -268,7 +279,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   files = corpus.list_files(file_patterns, data_dir)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
   stream = _Stream(
-      config, ExampleBuilder(vocabulary, config),
+      config, example_builder(vocabulary, config),
       _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
       start_position=start_position, holdout=holdout, with_positions=with_positions,
       with_pairs=with_pairs, token_cache=token_cache)

@@ -46,6 +46,12 @@ class Vocabulary:
   def __len__(self) -> int:
     return len(self.tokens)
 
+  def __eq__(self, other) -> bool:  # the same tokens, wherever read from
+    return isinstance(other, Vocabulary) and self.tokens == other.tokens
+
+  def __hash__(self) -> int:
+    return hash(tuple(self.tokens))
+
   def replacement_ids(self) -> list[int]:
     """Ids a masked position may be replaced with: no special or `[unusedN]` token."""
     ids = [i for i, t in enumerate(self.tokens) if not _RESERVED.match(t)]
