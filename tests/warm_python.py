@@ -4,13 +4,13 @@ Importing TensorFlow takes 5 seconds alone and 10 or more beside another test pr
 suite starts about two hundred processes. This server imports TensorFlow, tensorflow-text,
 Keras, keras-hub and bert_tf's entry points' modules once, and computes the tokenizer's Unicode
 classes (about 2 CPU-seconds a command); it runs no TensorFlow op, so no runtime or device
-exists yet, then serves requests from `processes.py` on a Unix socket:
-each request is a command line (`-c CODE`, `-m MODULE` or `SCRIPT.py`, with arguments), a
-working directory, an environment and the three standard streams; the command runs in a new
-process, forked twice so that it becomes the requesting test process's child (which is a
-subreaper) and can be waited for, signalled and killed as any child. The command then runs as
-`python` would run it: its own `__main__`, `sys.argv`, `sys.path`, environment and streams;
-uncaught exceptions, exit codes and signals end it as they end a fresh interpreter.
+exists yet, then serves requests from `processes.py` on a Unix socket: each request is a
+command line (`-c CODE`, `-m MODULE` or `SCRIPT.py`, with arguments), a working directory, an
+environment and the three standard streams; the command runs in a new process, forked twice so
+that it becomes the requesting test process's child (which is a subreaper) and can be waited
+for, signalled and killed as any child. The command then runs as `python` would run it: its own
+`__main__`, `sys.argv`, `sys.path`, environment and streams; uncaught exceptions, exit codes
+and signals end it as they end a fresh interpreter.
 
 What a fresh interpreter does before the command runs (reading `TF_CPP_MIN_LOG_LEVEL`, the
 start-up lines TensorFlow's libraries print, the locale) happened once, here: commands whose
