@@ -10,6 +10,9 @@ an order drawn from `--seed`, cycle through:
 - SIGTERM (preemption) and SIGINT (Ctrl-C): it saves at the current step and stops (status 1);
 - a training corpus file renamed away: the run stops with one line naming it and a checkpoint
   of its step (status 1); the file is renamed back before the next attempt.
+Each answer is checked: a stopped run's line names the step of its latest checkpoint, a signal
+stops it within 30 s, no attempt leaves the finished run's weights, and each attempt says it
+resumed from the checkpoint the last one left.
 A fault's moment: a checkpoint 1 to 3 intervals after the one the attempt started from (so
 training is under way), then a random share of one interval's time (timed in this run). A
 renamed file stops the run when the stream next opens it: the corpus is small, so
@@ -52,6 +55,7 @@ CORPUS_FILES = 4
 TIMED = ("examples_per_second", "tokens_per_second", "padding_share",
          "model_flops_utilisation")
 TOLERANCE = 1e-5  # as tests/test_resume.py's single faults
+STOP_SECONDS = 30  # the longest a SIGTERM or Ctrl-C may take to save and stop
 
 # Each fault's stopping line (status 1); a kill -9 prints nothing.
 STOPPED = {TERM: r"stopped by SIGTERM at step (\d+)",
@@ -165,18 +169,20 @@ class Chaos:
 
   def _finish(self) -> None:
     self.attempts += 1
+    resumed = latest_checkpoint_step(self.model_dir)
     process = self.start(self.args)
     _, stderr = process.communicate()
     if process.returncode:
       self.problems.append(f"the last attempt failed ({process.returncode}): "
                            f"{stderr[-2000:]}")
+    self._check_resumed(resumed, stderr)
 
   def _attempt(self, kind: str, faults_left: int) -> bool:
     """One attempt hit by a fault of `kind`; True if the run finished first."""
     self.attempts += 1
-    resumed = max(latest_checkpoint_step(self.model_dir), 0)
+    resumed = latest_checkpoint_step(self.model_dir)
     process = self.start(self.args)
-    first = (resumed // self.every + 1) * self.every  # training is under way
+    first = (max(resumed, 0) // self.every + 1) * self.every  # training is under way
     target = self._target(first, faults_left)
     if not wait_for_step(self.model_dir, first, process):
       return self._ended(process, kind)
@@ -192,6 +198,7 @@ class Chaos:
       os.rename(moved, moved + ".away")
     else:
       process.send_signal(SIGNALS[kind])
+    faulted = time.time()
     try:
       _, stderr = process.communicate(timeout=900)
     finally:
@@ -200,6 +207,10 @@ class Chaos:
     if process.returncode == 0:  # finished before the fault told
       self.log(f"  attempt {self.attempts}: {kind} after ckpt-{target}: finished first")
       return True
+    self._check_resumed(resumed, stderr)
+    if kind in (TERM, INT) and time.time() - faulted > STOP_SECONDS:
+      self.problems.append(f"attempt {self.attempts}: {kind} took "
+                           f"{time.time() - faulted:.0f} s to stop")
     self._check_stop(kind, process.returncode, stderr, moved)
     return False
 
@@ -218,13 +229,24 @@ class Chaos:
                            f"({process.returncode}): {stderr[-2000:]}")
     return True
 
+  def _check_resumed(self, resumed: int, stderr: str) -> None:
+    """An attempt started on a checkpoint must say it resumed from that one."""
+    if resumed >= 0 and f"Resumed from the checkpoint at step {resumed} " not in stderr:
+      self.problems.append(f"attempt {self.attempts} did not say it resumed from ckpt-"
+                           f"{resumed}: {stderr[-2000:]}")
+
   def _check_stop(self, kind: str, status: int, stderr: str, moved: str | None) -> None:
+    """The fault answered as documented: a kill -9 ends the process; the others stop it
+    with status 1, their line and a checkpoint of the step the line names. None leaves the
+    finished run's weights."""
     at = latest_checkpoint_step(self.model_dir)
     if kind == KILL:
       ok = status == -signal.SIGKILL
     else:
-      line = STOPPED[kind].format(path=re.escape(moved or ""))
-      ok = status == 1 and re.search(line, stderr) and "Traceback" not in stderr
+      stopped = re.search(STOPPED[kind].format(path=re.escape(moved or "")), stderr)
+      ok = (status == 1 and stopped and int(stopped.group(1)) == at
+            and "Traceback" not in stderr)
+    ok = ok and not os.path.exists(os.path.join(self.model_dir, "model.weights.h5"))
     if ok:
       self.survived[kind] += 1
       self.log(f"  attempt {self.attempts}: {kind}, latest checkpoint {at}")
