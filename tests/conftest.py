@@ -18,14 +18,15 @@ from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import run, tiny_run  # noqa: E402
 
 # The groups of tests that take longest (an xdist_group's name, else a module's), longest first
-# (measured 2026-12-03, on an idle machine): `pytest` hands them out first, so that its two
-# processes finish together, the many short ones filling in at the end.
-LONGEST_FIRST = ["finished_run", "test_resume", "test_train_records", "test_glue",
-                 "test_finetune_run", "test_chaos", "test_run_changes", "test_input_failures",
-                 "test_data_position", "test_probe", "test_multi_worker_resume",
-                 "test_finetune_kinds", "test_readme", "test_any_file_system",
-                 "test_finetune_export", "test_pipeline", "test_multi_worker", "test_finetune",
-                 "test_global_batch", "test_init_checkpoint", "test_phases", "test_golden_batch",
+# (measured 2026-12-03 on an idle machine, then the cuts of test_resume and test_glue counted):
+# `pytest` hands them out first, so that its two processes finish together, the many short ones
+# filling in at the end.
+LONGEST_FIRST = ["finished_run", "test_train_records", "test_finetune_run", "test_probe",
+                 "test_multi_worker_resume", "test_run_changes", "test_glue", "test_chaos",
+                 "test_multi_worker", "test_finetune_kinds", "test_finetune_export",
+                 "test_input_failures", "test_resume", "test_data_position", "test_finetune",
+                 "test_readme", "test_any_file_system", "test_global_batch", "test_pipeline",
+                 "test_init_checkpoint", "test_phases", "test_golden_batch",
                  "test_export_verification", "test_records", "test_evaluation", "test_learning"]
 
 

@@ -10,6 +10,7 @@ signature see the same ids.
 """
 
 import dataclasses
+import functools
 import logging
 
 import numpy as np
@@ -132,11 +133,15 @@ class TextEncoder(tf.Module):
     self.tokenizer = vocabulary.tokenizer(lower_case)
     self.cls_id, self.sep_id = vocabulary.cls_id, vocabulary.sep_id
     self.seq_length = seq_length
+    # Traced once for one text and once for pairs. Wrapping the bound method (rather than
+    # decorating it, which holds the encoder by a weak reference) keeps an encoder made and
+    # called in one expression alive while it runs.
+    self.features = tf.function(self._features, autograph=False, reduce_retracing=True)
 
   def _tokens(self, text: tf.Tensor) -> tf.RaggedTensor:
     return tf.cast(self.tokenizer.tokenize(text), tf.int64)  # [batch, (tokens)]
 
-  def features(self, text_a: tf.Tensor, text_b: tf.Tensor | None = None) -> dict:
+  def _features(self, text_a: tf.Tensor, text_b: tf.Tensor | None = None) -> dict:
     segments = [self._tokens(text_a)]
     if text_b is None:
       segments = [segments[0][:, :self.seq_length - 2]]
@@ -157,6 +162,14 @@ class TextEncoder(tf.Module):
     return {"token_ids": tf.cast(token_ids, tf.int32),
             "segment_ids": tf.cast(segment_ids, tf.int32),
             "padding_mask": tf.cast(padding_mask, tf.int32)}
+
+
+@functools.lru_cache(maxsize=8)
+def text_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int) -> TextEncoder:
+  """The process's `TextEncoder` for these settings: its `features`, traced once, serve every
+  dataset, Keras function and export of the process (a sweep's runs, GLUE's nine tasks), where
+  tracing the tokenizer anew for each would cost seconds."""
+  return TextEncoder(vocabulary, lower_case=lower_case, seq_length=seq_length)
 
 
 def dataset(examples: Examples, classes: list[str], text_encoder: TextEncoder, *,

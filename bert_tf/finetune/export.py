@@ -20,7 +20,7 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.savedmodel import serving_function
-from bert_tf.finetune.data import TextEncoder
+from bert_tf.finetune.data import TextEncoder, text_encoder
 from bert_tf.finetune.served_answers import AnswerFinder
 from bert_tf.finetune.served_tags import WordTagger
 
@@ -111,12 +111,11 @@ def export_task(model: keras.Model, task: dict, vocabulary: Vocabulary, director
   if kind not in SIGNATURES:
     raise ValueError(f"unknown task kind {kind!r}")
   if kind in ("classify", "regress"):
-    text_encoder = TextEncoder(vocabulary, lower_case=task["lower_case"],
-                               seq_length=task["seq_length"])
+    encoder = text_encoder(vocabulary, lower_case=task["lower_case"],
+                           seq_length=task["seq_length"])
     if kind == "classify":
-      return export_classifier(model, text_encoder, task["labels"], directory,
-                               pair=task["pair"])
-    module = RegressorModule(model, text_encoder)
+      return export_classifier(model, encoder, task["labels"], directory, pair=task["pair"])
+    module = RegressorModule(model, encoder)
     return _save(module, {"score": _text_signature(module.outputs, task["pair"])}, directory,
                  {})
   if kind == "tag":

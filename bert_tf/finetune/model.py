@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune.data import TextEncoder
+from bert_tf.finetune import data
 from bert_tf.finetune.losses import classification_loss
 from bert_tf.interop.source import open_source
 from bert_tf.model import encoder as encoder_lib
@@ -93,8 +93,8 @@ def classifier(model_dir: str, num_classes: int, *, train_steps: int, seq_length
                            initializer_range=pretrained.config.initializer_range)
   compile_classifier(model, learning_rate=learning_rate, train_steps=train_steps,
                      warmup_steps=train_steps // 10 if warmup_steps is None else warmup_steps)
-  text_encoder = TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
-                             seq_length=seq_length)
+  text_encoder = data.text_encoder(
+      pretrained.vocabulary, lower_case=pretrained.lower_case, seq_length=seq_length)
   model.text_features = lambda *texts: text_encoder.features(
       *[tf.constant(list(t), tf.string) for t in texts])
   return model

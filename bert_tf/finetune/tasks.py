@@ -160,8 +160,8 @@ class Classification(TextTask):
     self.labels = data.task_classes(self.train, *self.dev_sets.values())
 
   def encode(self, pretrained: Pretrained) -> None:
-    self.text_encoder = data.TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
-                                         seq_length=self.config.seq_length)
+    self.text_encoder = data.text_encoder(
+        pretrained.vocabulary, lower_case=pretrained.lower_case, seq_length=self.config.seq_length)
     self.dev_batches = {name: self._dataset(dev, batch_size=DEV_BATCH)
                         for name, dev in self.dev_sets.items()}
 
@@ -212,8 +212,8 @@ class Regression(TextTask):
     self.train_targets, self.dev_targets = map(regression.targets, (self.train, self.dev))
 
   def encode(self, pretrained: Pretrained) -> None:
-    self.text_encoder = data.TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
-                                         seq_length=self.config.seq_length)
+    self.text_encoder = data.text_encoder(
+        pretrained.vocabulary, lower_case=pretrained.lower_case, seq_length=self.config.seq_length)
     self.dev_batches = data.text_dataset(self.dev, self.dev_targets, self.text_encoder,
                                          batch_size=DEV_BATCH)
 
@@ -408,8 +408,8 @@ def task_model(model_dir: str, task: str, *, train_steps: int, num_labels: int =
       warmup_steps=train_steps // 10 if warmup_steps is None else warmup_steps)
   model.vocabulary, model.lower_case = pretrained.vocabulary, pretrained.lower_case
   if task in ("classify", "regress"):
-    text_encoder = data.TextEncoder(pretrained.vocabulary, lower_case=pretrained.lower_case,
-                                    seq_length=seq_length)
+    text_encoder = data.text_encoder(
+        pretrained.vocabulary, lower_case=pretrained.lower_case, seq_length=seq_length)
     model.text_features = lambda *texts: text_encoder.features(
         *[tf.constant(list(t), tf.string) for t in texts])
   return model
