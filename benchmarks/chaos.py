@@ -204,10 +204,10 @@ class Chaos:
     finally:
       if moved:
         os.rename(moved + ".away", moved)
+    self._check_resumed(resumed, stderr)
     if process.returncode == 0:  # finished before the fault told
       self.log(f"  attempt {self.attempts}: {kind} after ckpt-{target}: finished first")
       return True
-    self._check_resumed(resumed, stderr)
     if kind in (TERM, INT) and time.time() - faulted > STOP_SECONDS:
       self.problems.append(f"attempt {self.attempts}: {kind} took "
                            f"{time.time() - faulted:.0f} s to stop")

@@ -45,16 +45,18 @@ class ExampleBuilder:
         max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
         mask_token_rate=config.mask_token_rate, random_token_rate=config.random_token_rate,
         whole_word_masking=config.whole_word_masking)
+    # Wrapping the bound methods (rather than decorating them, which holds the builder by a
+    # weak reference) keeps a builder alive while a call runs, as `TextEncoder.features` does.
+    self.tokenize = tf.function(self._tokenize, autograph=False, reduce_retracing=True)
+    self.examples = tf.function(self._examples, autograph=False, reduce_retracing=True)
 
-  @tf.function(autograph=False, reduce_retracing=True)
-  def tokenize(self, documents: tf.RaggedTensor) -> tf.RaggedTensor:
+  def _tokenize(self, documents: tf.RaggedTensor) -> tf.RaggedTensor:
     """string [documents, (sentences)] -> int32 token ids [documents, (sentences), (tokens)]:
     the part of the work that is the same every epoch."""
     tokens = self.tokenizer.tokenize(documents.flat_values)  # [sentences, (tokens)]
     return tf.RaggedTensor.from_row_splits(tokens, documents.row_splits)
 
-  @tf.function(autograph=False, reduce_retracing=True)
-  def __call__(self, sentence_tokens: tf.RaggedTensor, seed: tf.Tensor):
+  def _examples(self, sentence_tokens: tf.RaggedTensor, seed: tf.Tensor):
     """sentence_tokens: a window's documents, `tokenize`d: int32 [documents, (sentences),
     (tokens)]. Returns (features, labels, weights, facts), each with a leading instance
     dimension; `facts` tells how each pair was made (for audits)."""
@@ -224,7 +226,7 @@ class _Stream:
   def _window_examples(self, epoch: tf.Tensor, rank: tf.Tensor, window_seed: tf.Tensor):
     """The function from (index, window) to the window's examples, a batch of them."""
     def window_examples(index, window):
-      features, labels, weights, pair_facts = self.build_examples(
+      features, labels, weights, pair_facts = self.build_examples.examples(
           window, tf.random.experimental.stateless_fold_in(window_seed, index))
       if not self.with_pairs:
         return features, labels, weights
