@@ -35,9 +35,10 @@ from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import run, tiny_run  # noqa: E402
 
 # The groups of tests that take longest (an xdist_group's name, else a module's), longest first
-# (measured 2026-12-03 on an idle machine, then the cuts of test_resume and test_glue counted):
-# `pytest` hands them out first, so that its two processes finish together, the many short ones
-# filling in at the end.
+# (measured 2026-12-03 on an idle machine, then the cuts of test_resume and test_glue counted),
+# the last ones those that take longest in the fast tier, where the others are left out: `pytest`
+# hands them out first, so that its two processes finish together, the many short ones filling
+# in at the end.
 LONGEST_FIRST = ["finished_run", "test_train_records", "test_finetune_run", "test_probe",
                  "test_multi_worker_resume", "test_run_changes", "test_glue", "test_chaos",
                  "test_multi_worker", "test_finetune_kinds", "test_finetune_export",
