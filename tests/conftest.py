@@ -35,18 +35,20 @@ from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import run, tiny_run  # noqa: E402
 
 # The groups of tests that take longest (an xdist_group's name, else a module's), longest first
-# (measured 2026-12-03 on an idle machine, then the cuts of test_resume and test_glue counted),
-# the last ones those that take longest in the fast tier, where the others are left out: `pytest`
-# hands them out first, so that its two processes finish together, the many short ones filling
-# in at the end.
-LONGEST_FIRST = ["finished_run", "test_train_records", "test_finetune_run", "test_probe",
-                 "test_multi_worker_resume", "test_run_changes", "test_glue", "test_chaos",
-                 "test_multi_worker", "test_finetune_kinds", "test_finetune_export",
-                 "test_input_failures", "test_resume", "test_data_position", "test_finetune",
-                 "test_readme", "test_any_file_system", "test_global_batch", "test_records",
-                 "test_pipeline", "test_golden_batch", "test_init_checkpoint", "test_phases",
-                 "test_export_verification", "test_evaluation", "test_learning", "test_pairing",
-                 "test_corpus"]
+# (measured 2026-12-03 on an idle machine, the groups kept together), the last ones those that
+# take longest in the fast tier, where the others are left out: `pytest` hands them out first,
+# so that its two processes finish together, the many short ones filling in at the end.
+# test_golden_batch, second, needs no shared vocabulary: in the fast tier one process runs it
+# while the other learns the vocabulary that both need next, instead of both waiting for it.
+LONGEST_FIRST = ["finished_run", "test_golden_batch", "test_train_records", "test_finetune_run",
+                 "test_multi_worker_resume", "test_glue", "test_chaos", "test_learning",
+                 "test_run_changes", "test_input_failures", "test_multi_worker", "test_resume",
+                 "test_finetune_kinds", "test_finetune_export", "test_global_batch",
+                 "test_probe", "test_export_verification", "test_finetune",
+                 "test_any_file_system", "test_data_position", "test_readme",
+                 "test_init_checkpoint", "test_failed_read", "test_evaluation", "test_prepare",
+                 "test_phases", "test_interop", "test_records", "test_pairing", "test_corpus",
+                 "test_pipeline"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

@@ -1,5 +1,7 @@
 """Interop with Hugging Face transformers (torch, CPU), original BERT checkpoints and keras-hub:
-same weights, same outputs, same token ids."""
+same weights, same outputs, same token ids. torch and transformers (the `test` extra's: a
+missing one fails, it is never skipped) are imported by the tests that use them, not by every
+test process that collects this module (3 s each)."""
 
 import functools
 import json
@@ -10,10 +12,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-# In the `test` extra (torch 2.13.0 CPU): a missing one fails the run, it is never skipped.
-import torch
-import transformers
 
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
@@ -73,6 +71,8 @@ def encode(vocabulary, pairs, seq_length=32):
 
 
 def hf_outputs(directory, features):
+  import torch
+  import transformers
   model = transformers.BertForPreTraining.from_pretrained(directory).eval()
   with torch.no_grad():
     out = model(input_ids=torch.tensor(features["token_ids"], dtype=torch.long),
@@ -84,6 +84,7 @@ def hf_outputs(directory, features):
 
 
 def test_hf_loads_with_no_missing_or_unexpected_keys(exported):
+  import transformers
   _, directory = exported
   _, info = transformers.BertForPreTraining.from_pretrained(directory, output_loading_info=True)
   assert info["missing_keys"] == [] or set(info["missing_keys"]) <= {
@@ -92,6 +93,7 @@ def test_hf_loads_with_no_missing_or_unexpected_keys(exported):
 
 
 def test_hf_tokenizer_loads_and_agrees(exported, vocabulary):
+  import transformers
   _, directory = exported
   theirs = transformers.BertTokenizer.from_pretrained(directory)
   assert theirs.vocab_size == len(vocabulary)
@@ -342,6 +344,7 @@ def test_tokenizer_matches_transformers_bert_tokenizer(lower_case, vocab_file, c
     from bert_tf.data.vocabulary_learner import build_vocabulary
     path = str(tmp_path / "cased.txt")
     build_vocabulary(corpus_pattern, path, vocab_size=4000, lower_case=False)
+  import transformers
   vocabulary = Vocabulary(path)
   theirs = transformers.BertTokenizer(vocab=path, do_lower_case=lower_case)
   ours = vocabulary.tokenizer(lower_case).tokenize(TEXTS).to_list()
