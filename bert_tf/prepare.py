@@ -87,15 +87,16 @@ def _serialized(examples, end: int):
   import tensorflow as tf
 
   from bert_tf.data import records, stream_position
+  from bert_tf.data.prefetching import prefetched
 
   def serialized(features, labels, weights):
     before_end = features[stream_position.FEATURE] < end
     return (tf.boolean_mask(records.serialize(features, labels, weights), before_end),
             tf.reduce_all(before_end))
 
-  return examples.map(tf.autograph.experimental.do_not_convert(serialized),  # tf ops only
-                      num_parallel_calls=tf.data.AUTOTUNE,
-                      deterministic=True).prefetch(tf.data.AUTOTUNE)
+  serialize = tf.autograph.experimental.do_not_convert(serialized)  # tf ops only
+  return prefetched(examples.map(serialize, num_parallel_calls=tf.data.AUTOTUNE,
+                                 deterministic=True))
 
 
 def _write(config: PrepareConfig, examples, report) -> dict:

@@ -21,6 +21,7 @@ import tensorflow_text as tf_text
 from bert_tf.data import corpus, masking, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.data_settings import PipelineConfig
+from bert_tf.data.prefetching import prefetched
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
@@ -296,4 +297,4 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   batches = examples.batch(batch_size, drop_remainder=repeat)
   if with_positions:
     batches = batches.map(as_written(_keys_into_features))
-  return batches.prefetch(tf.data.AUTOTUNE)
+  return prefetched(batches)

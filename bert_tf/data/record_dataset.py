@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from bert_tf.data import corpus, record_checks, record_position, records
 from bert_tf.data.holdout import held_out_mask
+from bert_tf.data.prefetching import prefetched
 from bert_tf.data.remasking import Remasker
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -228,7 +229,7 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
         {**features, record_position.FEATURE: keys}, labels, weights))
   else:
     batches = batches.map(lambda keys, *example: example)
-  return batches.prefetch(tf.data.AUTOTUNE)
+  return prefetched(batches)
 
 
 def records_held_out(serialized: tf.Tensor, holdout) -> tf.Tensor:

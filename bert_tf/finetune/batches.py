@@ -3,6 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.data.prefetching import prefetched
+
 
 def batches(features: dict, labels: np.ndarray, *, batch_size: int,
             order: np.ndarray | None = None) -> tf.data.Dataset:
@@ -11,4 +13,4 @@ def batches(features: dict, labels: np.ndarray, *, batch_size: int,
   if order is not None:
     features, labels = {name: values[order] for name, values in features.items()}, labels[order]
   data = tf.data.Dataset.from_tensor_slices((features, labels))
-  return data.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+  return prefetched(data.batch(batch_size))

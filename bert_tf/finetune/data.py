@@ -18,6 +18,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.data.pairing import trimmed_lengths
+from bert_tf.data.prefetching import prefetched
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune.task_files import read_text
@@ -189,6 +190,6 @@ def text_dataset(examples: Examples, targets, text_encoder: TextEncoder, *, batc
     texts, targets = (tuple([column[i] for i in order] for column in texts),
                       [targets[i] for i in order])
   data = tf.data.Dataset.from_tensor_slices((texts, targets))
-  return data.batch(batch_size).map(
+  return prefetched(data.batch(batch_size).map(
       lambda texts, target: (text_encoder.features(*texts), target),
-      num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+      num_parallel_calls=tf.data.AUTOTUNE))
