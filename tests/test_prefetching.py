@@ -1,5 +1,5 @@
-"""Every dataset the project builds ends in `prefetching.prefetched`: its elements as they were,
-tf.data's autotuning off (whose thread can stall an iterator's destruction for up to a
+"""Every input pipeline of the project ends in `prefetching.prefetched`: its elements as they
+were, tf.data's autotuning off (whose thread can stall an iterator's destruction for up to a
 minute)."""
 
 import ast

@@ -1,5 +1,5 @@
-"""The one way every dataset the project builds ends: its batches prefetched, with tf.data's
-autotuning off.
+"""The one way every input pipeline of the project ends (the batches it trains, evaluates and
+writes records from): prefetched, with tf.data's autotuning off.
 
 Autotuning runs a thread beside each iterator that re-tunes the pipeline's parallelism at
 intervals growing up to a minute. Destroying the iterator (a held-out evaluation's, a finished
@@ -8,7 +8,8 @@ iterator cancelled: a thread that wakes first waits out the rest of its interval
 then stalls for up to a minute with nothing to do (seen as 3 to 34 s garbage collections in
 the test processes). Off, the parallel stages run on as many threads as the process may use
 cores, and the prefetch buffer still grows as the consumer needs; on two cores the pre-training
-pipeline is faster so (docs/measured.md, "tf.data's autotuning off").
+pipeline's throughput is the same within the machine's noise (docs/measured.md, "tf.data's
+autotuning off"; `benchmarks/pipeline.py` shows both on any machine).
 """
 
 import tensorflow as tf
