@@ -8,7 +8,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_tf import pretraining_dataset
 from bert_tf.data.prefetching import prefetched
+from bert_tf.finetune.batches import batches
 from helpers import ROOT
 
 
@@ -24,8 +26,6 @@ def test_the_elements_are_unchanged_and_autotuning_is_off():
 
 
 def test_the_pipelines_end_there(corpus_pattern, vocab_file, data_dir):
-  from bert_tf import pretraining_dataset
-  from bert_tf.finetune.batches import batches
   dataset = pretraining_dataset(corpus_pattern, vocab_file, seq_length=32,
                                 max_predictions_per_seq=5, batch_size=2, data_dir=data_dir)
   assert dataset.options().autotune.enabled is False
