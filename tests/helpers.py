@@ -29,15 +29,22 @@ NOISE = re.compile(
     r"|signature_serialization|unsupported characters|^[IWE]\d{4} ", re.MULTILINE)
 
 
+# The environment this test process started with: what libraries write into `os.environ` later
+# (torch, once a test imports it, sets TORCHINDUCTOR_CACHE_DIR) reaches no command, and does
+# not make every later command differ from the warm Python's and start in a fresh interpreter.
+STARTED_WITH = dict(os.environ)
+
+
 def environment(as_user=False, **variables):
-  """A fresh process's environment: this one's, with this checkout's bert_tf and this module
-  importable from any directory and TensorFlow's C++ logging quiet, or (`as_user`) with
-  TensorFlow's logging as a user has it (no level set); `variables` on top."""
-  env = {name: value for name, value in os.environ.items()
+  """A fresh process's environment: the one this test process started with, with this
+  checkout's bert_tf and this module importable from any directory and TensorFlow's C++
+  logging quiet, or (`as_user`) with TensorFlow's logging as a user has it (no level set);
+  `variables` on top."""
+  env = {name: value for name, value in STARTED_WITH.items()
          if not (as_user and name == "TF_CPP_MIN_LOG_LEVEL")}
   if not as_user:
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  env["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, ROOT, os.environ.get("PYTHONPATH")]))
+  env["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, ROOT, STARTED_WITH.get("PYTHONPATH")]))
   return {**env, **variables}
 
 

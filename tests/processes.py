@@ -19,11 +19,8 @@ import time
 TESTS = os.path.dirname(os.path.abspath(__file__))
 PR_SET_CHILD_SUBREAPER = 36
 # Environment variables a command may read after TensorFlow is imported (the others a test
-# sets, such as the locale, act when an interpreter starts: a fresh one runs those), and one
-# that torch puts into this test process's environment once a test imports it: no command
-# reads it, and it had sent every later command of the process to a fresh interpreter.
-READ_LATE = {"TF_CONFIG", "CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST",
-             "TORCHINDUCTOR_CACHE_DIR"}
+# sets, such as the locale, act when an interpreter starts: a fresh one runs those).
+READ_LATE = {"TF_CONFIG", "CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST"}
 
 
 class WarmProcess:
