@@ -31,8 +31,11 @@ _keep_to_this_workers_cpus()
 
 import pytest  # noqa: E402
 
+import processes  # noqa: E402
 from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import run, tiny_run  # noqa: E402
+
+processes.without_graph_optimisation()  # in the test processes too, as in the warm Python
 
 # The groups of tests that take longest (an xdist_group's name, else a module's), longest first
 # (measured 2026-12-03 on an idle machine, the groups kept together), the last ones those that

@@ -2,8 +2,9 @@
 
 Importing TensorFlow takes 5 seconds alone and 10 or more beside another test process, and the
 suite starts about two hundred processes. This server imports TensorFlow, tensorflow-text,
-Keras, keras-hub and bert_tf's entry points' modules once, and computes the tokenizer's Unicode
-classes (about 2 CPU-seconds a command); it runs no TensorFlow op, so no runtime or device
+Keras, keras-hub and bert_tf's entry points' modules once, computes the tokenizer's Unicode
+classes (about 2 CPU-seconds a command) and turns TensorFlow's graph optimiser off for every
+command (`processes.without_graph_optimisation`); it runs no TensorFlow op, so no runtime or device
 exists yet, then serves requests from `processes.py` on a Unix socket: each request is a
 command line (`-c CODE`, `-m MODULE` or `SCRIPT.py`, with arguments), a working directory, an
 environment and the three standard streams; the command runs in a new process, forked twice so
@@ -32,9 +33,11 @@ import tensorflow_text  # noqa: F401
 import bert_tf.export.verification  # noqa: F401
 import bert_tf.finetune.training  # noqa: F401
 import bert_tf.training.trainer  # noqa: F401
+import processes
 from bert_tf.data import normalization
 
 normalization.code_point_classes()  # pure Python: no TensorFlow op
+processes.without_graph_optimisation()  # no op either: inherited by every command
 
 BASE_PATH = sys.path[1:]  # sys.path[0] is this file's directory, not the command's
 
