@@ -2,9 +2,11 @@
 
 Both must finish with identical weights, each reading its own input shard (none of the
 examples of one shard is in the other), the chief writing `model_dir` and the other worker
-its own subdirectory of it. And their updates are the ones a single process makes on the
-global batches (shard 0's batch and shard 1's together), from the chief's first checkpoint:
-to 1e-4 of the largest change (AdamW, as in test_global_batch.py; dropout off).
+its own subdirectory of it (its SavedModel not verified: test_export_verification.py checks
+that, and here it would start a fresh TensorFlow beside the two workers). And their updates
+are the ones a single process makes on the global batches (shard 0's batch and shard 1's
+together), from the chief's first checkpoint: to 1e-4 of the largest change (AdamW, as in
+test_global_batch.py; dropout off).
 """
 
 import json
@@ -26,7 +28,7 @@ WORKER = TRAIN_AS_WORKER + r"""
 import json, os
 import numpy as np
 train_as_worker(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8,
-                train_steps=4, checkpoint_every=2, eval_steps=2)
+                train_steps=4, checkpoint_every=2, eval_steps=2, skip_verify=True)
 # The examples of this worker's shard, as the trainer's input pipeline makes them.
 from bert_tf.data.pipeline import pretraining_dataset
 task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
