@@ -35,11 +35,12 @@ task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
 shard = pretraining_dataset("builtin", vocab_file, seq_length=64, max_predictions_per_seq=10,
                             batch_size=4, seed=0, num_shards=2, shard_index=task,
                             data_dir=data_dir)
-rows = np.concatenate([f["token_ids"].numpy() for f, _, _ in shard.take(20)])
-np.save(os.path.join(model_dir, f"shard-{task}.npy"), rows)
+batches = list(shard.take(20).as_numpy_iterator())
+np.save(os.path.join(model_dir, f"shard-{task}.npy"),
+        np.concatenate([features["token_ids"] for features, _, _ in batches]))
 import pickle
 with open(os.path.join(model_dir, f"batches-{task}.pickle"), "wb") as f:
-  pickle.dump(list(shard.take(4).as_numpy_iterator()), f)  # the 4 steps' batches
+  pickle.dump(batches[:4], f)  # the 4 steps' batches
 """
 
 
