@@ -4,8 +4,8 @@ Importing TensorFlow takes 5 seconds alone and 10 or more beside another test pr
 suite starts about two hundred processes. This server imports TensorFlow, tensorflow-text,
 Keras, keras-hub and bert_tf's entry points' modules once, computes the tokenizer's Unicode
 classes (about 2 CPU-seconds a command) and turns TensorFlow's graph optimiser off for every
-command (`processes.without_graph_optimisation`); it runs no TensorFlow op, so no runtime or device
-exists yet, then serves requests from `processes.py` on a Unix socket: each request is a
+command (`processes.without_graph_optimisation`); it runs no TensorFlow op, so no runtime or
+device exists yet, then serves requests from `processes.py` on a Unix socket: each request is a
 command line (`-c CODE`, `-m MODULE` or `SCRIPT.py`, with arguments), a working directory, an
 environment and the three standard streams; the command runs in a new process, forked twice so
 that it becomes the requesting test process's child (which is a subreaper) and can be waited
