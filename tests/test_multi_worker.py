@@ -2,8 +2,9 @@
 
 Both must finish with identical weights, each reading its own input shard (none of the
 examples of one shard is in the other), the chief writing `model_dir` and the other worker
-its own subdirectory of it (its SavedModel not verified: test_export_verification.py checks
-that, and here it would start a fresh TensorFlow beside the two workers). And their updates
+its own subdirectory of it; the chief's serving SavedModel verifies against its weights
+(checked here once the workers are done, forked from the warm Python, rather than by the chief
+in a fresh TensorFlow beside the other worker). And their updates
 are the ones a single process makes on the global batches (shard 0's batch and shard 1's
 together), from the chief's first checkpoint: to 1e-4 of the largest change (AdamW, as in
 test_global_batch.py; dropout off).
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.export.trained import load_trained, verify
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
@@ -67,6 +69,7 @@ def single_process_update(chief_dir, model_dir):
   return before, model.get_weights()
 
 
+@pytest.mark.usefixtures("warm_verification")
 def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
   model_dir = str(tmp_path / "run")
   outputs = finish(start_workers(WORKER, [data_dir, vocab_file, model_dir]))
@@ -79,7 +82,8 @@ def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
   for name in chief:
     np.testing.assert_array_equal(chief[name], other[name], err_msg=name)
   assert json.load(open(os.path.join(chief_dir, "metrics.json")))["steps"] == 4
-  assert os.path.exists(os.path.join(chief_dir, "export", "saved_model.pb"))
+  assert "verified: savedmodel" in verify(load_trained(chief_dir), "savedmodel",
+                                         os.path.join(chief_dir, "export"))
 
   shards = [{row.tobytes() for row in np.load(os.path.join(model_dir, f"shard-{i}.npy"))}
             for i in range(2)]
