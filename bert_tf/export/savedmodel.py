@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf import files
-from bert_tf.data.pairing import trimmed_lengths
+from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.tokenization import MASK, Vocabulary
 
 
@@ -52,20 +52,9 @@ class ServingModule(tf.Module):
 
   def _model_inputs(self, text_a, text_b):
     """[CLS] a [SEP] (b [SEP]) padded to the longest in the batch; b may be empty strings."""
-    segment_a, segment_b = self._tokenize(text_a), self._tokenize(text_b)
-    has_b = segment_b.row_lengths() > 0
-    budget = self.seq_length - 2 - tf.cast(has_b, tf.int64)
-    fit_a, fit_b = trimmed_lengths(segment_a.row_lengths(), segment_b.row_lengths(), budget)
-    segment_a = tf.ragged.boolean_mask(
-        segment_a, tf.ragged.range(segment_a.row_lengths()) < fit_a[:, None])
-    segment_b = tf.ragged.boolean_mask(
-        segment_b, tf.ragged.range(segment_b.row_lengths()) < fit_b[:, None])
-    token_ids, segment_ids = tf_text.combine_segments(
-        [segment_a, segment_b], self.cls_id, self.sep_id)
-    # combine_segments ends every segment with [SEP]; an empty B must add nothing.
-    keep = ~((segment_ids == 1) & ~has_b[:, None])
-    token_ids = tf.ragged.boolean_mask(token_ids, keep)
-    segment_ids = tf.ragged.boolean_mask(segment_ids, keep)
+    token_ids, segment_ids = combined_pair(
+        self._tokenize(text_a), self._tokenize(text_b), seq_length=self.seq_length,
+        cls_id=self.cls_id, sep_id=self.sep_id)
     return {
         "token_ids": token_ids.to_tensor(),
         "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32),
@@ -77,10 +66,11 @@ class ServingModule(tf.Module):
     # Split at the literal "[MASK]" so the tokenizer never sees it; rejoin with its id.
     pieces = tf.strings.split(text, MASK)  # [batch, (pieces)]
     piece_tokens = self._tokenize(pieces.flat_values)  # [pieces, (tokens)]
-    is_last = tf.equal(tf.ragged.range(pieces.row_lengths()), pieces.row_lengths()[:, None] - 1)
+    counts = pieces.row_lengths()  # a [MASK] after each piece but a text's last
+    is_last = tf.ragged.range(counts).flat_values == tf.repeat(counts - 1, counts)  # [pieces]
     masks = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(1 - tf.cast(is_last.flat_values, tf.int64))], self.mask_id),
-        1 - tf.cast(is_last.flat_values, tf.int64))
+        tf.fill([tf.reduce_sum(1 - tf.cast(is_last, tf.int64))], self.mask_id),
+        1 - tf.cast(is_last, tf.int64))
     token_ids = tf.RaggedTensor.from_row_splits(
         tf.concat([piece_tokens, masks], axis=1), pieces.row_splits).merge_dims(1, 2)
     token_ids = token_ids[:, :self.seq_length - 2]

@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.prefetching import prefetched
+from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune.task_files import read_text
@@ -143,21 +143,13 @@ class TextEncoder(tf.Module):
     return tf.cast(self.tokenizer.tokenize(text), tf.int64)  # [batch, (tokens)]
 
   def _features(self, text_a: tf.Tensor, text_b: tf.Tensor | None = None) -> dict:
-    segments = [self._tokens(text_a)]
     if text_b is None:
-      segments = [segments[0][:, :self.seq_length - 2]]
+      token_ids, segment_ids = tf_text.combine_segments(
+          [self._tokens(text_a)[:, :self.seq_length - 2]], self.cls_id, self.sep_id)
     else:
-      segments.append(self._tokens(text_b))
-      has_b = segments[1].row_lengths() > 0
-      budget = self.seq_length - 2 - tf.cast(has_b, tf.int64)
-      fits = trimmed_lengths(segments[0].row_lengths(), segments[1].row_lengths(), budget)
-      segments = [tf.ragged.boolean_mask(s, tf.ragged.range(s.row_lengths()) < fit[:, None])
-                  for s, fit in zip(segments, fits)]
-    token_ids, segment_ids = tf_text.combine_segments(segments, self.cls_id, self.sep_id)
-    if text_b is not None:  # combine_segments ends an empty B with a [SEP] too: not kept
-      keep = ~((segment_ids == 1) & ~has_b[:, None])
-      token_ids, segment_ids = (tf.ragged.boolean_mask(ids, keep)
-                                for ids in (token_ids, segment_ids))
+      token_ids, segment_ids = combined_pair(
+          self._tokens(text_a), self._tokens(text_b), seq_length=self.seq_length,
+          cls_id=self.cls_id, sep_id=self.sep_id)
     token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     return {"token_ids": tf.cast(token_ids, tf.int32),

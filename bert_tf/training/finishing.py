@@ -35,14 +35,13 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
   The final figures are measured on fresh batches (new pairs and masks, dropout off), so that
   they are the same whether this run trained or found its training already complete."""
   trained.save_weights(model, config.model_dir)  # the model's weights, not the optimizer's
-  # Read twice (by the model, then for the baseline): kept after the first reading.
+  # Read twice, made once: the baseline reads the batches to their end, which completes the
+  # cache (a reading stopped short, as the model's `evaluate` stops, would leave it empty).
   measured = datasets.measured_batches(config, vocabulary).take(config.eval_steps).cache()
+  baseline = evaluation.most_frequent_token_accuracy(measured, config.eval_steps)
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
-  metrics.update(
-      steps=int(model.optimizer.iterations.numpy()),
-      **_run_rates(monitor, config.model_dir),
-      most_frequent_token_accuracy=evaluation.most_frequent_token_accuracy(
-          measured, config.eval_steps))
+  metrics.update(steps=int(model.optimizer.iterations.numpy()),
+                 **_run_rates(monitor, config.model_dir), most_frequent_token_accuracy=baseline)
   if monitor.held_out:
     metrics.update(monitor.held_out.evaluate(model))
   files.write_json(os.path.join(config.model_dir, METRICS_FILE), metrics)
