@@ -16,12 +16,12 @@ at any example by recomputing at most one piece.
 import functools
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.data import corpus, masking, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.data_settings import PipelineConfig
 from bert_tf.data.prefetching import prefetched
+from bert_tf.data.text_pairs import combined_segments
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 
@@ -92,8 +92,8 @@ class ExampleBuilder:
   def _sequences(self, segments: list[tf.RaggedTensor]):
     """`[CLS] A [SEP] (B [SEP])` padded to seq_length: int32 token ids and segment ids
     [instances, seq], and the real tokens of each, int32 [instances]."""
-    token_ids, segment_ids = tf_text.combine_segments(
-        segments, self.vocabulary.cls_id, self.vocabulary.sep_id)
+    token_ids, segment_ids = combined_segments(
+        *segments, cls_id=self.vocabulary.cls_id, sep_id=self.vocabulary.sep_id)
     lengths = tf.cast(token_ids.row_lengths(), tf.int32)
     shape = [None, self.config.seq_length]
     return (token_ids.to_tensor(shape=shape), tf.cast(segment_ids.to_tensor(shape=shape), tf.int32),

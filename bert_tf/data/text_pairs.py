@@ -1,34 +1,61 @@
-"""A text pair as the encoder reads it when fine-tuning and serving: `[CLS] a [SEP] b [SEP]`, or
-`[CLS] a [SEP]` when b is empty (as original BERT's run_classifier.py has a missing text_b), the
-longer segment cut first as pre-training cuts its pairs (`pairing.trimmed_lengths`).
+"""Token rows joined as the encoder reads them: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`.
 
-Rows are cut with flat-value ops: a ragged tensor compared with a dense column
-(`ragged < lengths[:, None]`) broadcasts through a dynamic ragged shape, whose checks added a
-second and a half to the tracing of every function that made a pair.
+`combined_segments` joins them as they are, as tensorflow-text's `combine_segments` does (the
+pre-training pipeline, whose pairs are already cut to fit; SQuAD's windows).
+`combined_pair` first cuts the longer segment, as pre-training cuts its pairs
+(`pairing.trimmed_lengths`), and makes an empty b none, as original BERT's run_classifier.py
+makes a missing text_b (fine-tuning's texts, the SavedModels' signatures).
+
+Both are written with flat-value ops rather than with `combine_segments` and ragged
+comparisons, which broadcast through dynamic ragged shapes: their checks made each function
+that joins segments (a dataset's map, a fine-tuning dataset, each signature of a SavedModel)
+take about half a second to a second and a half longer to trace. The ids are the same.
 """
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.data.pairing import trimmed_lengths
 
-
-def row_prefixes(rows: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
-  """The first `lengths[i]` items of each row `i` of `rows` ([batch, (items)]); each length at
-  most its row's."""
-  starts = rows.row_starts()
-  return tf.gather(rows.values, tf.ragged.range(starts, starts + tf.cast(lengths, starts.dtype)))
+# A row is five pieces: [CLS], a, [SEP], b, [SEP]; their segment ids.
+_PIECE_SEGMENTS = (0, 0, 0, 1, 1)
 
 
-def combined_pair(segment_a: tf.RaggedTensor, segment_b: tf.RaggedTensor, *, seq_length: int,
-                  cls_id: int, sep_id: int) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
-  """(token_ids, segment_ids), each [batch, (tokens)] and at most `seq_length` long, of the
-  pairs of token rows `segment_a` and `segment_b` (a row of b may be empty)."""
-  has_b = segment_b.row_lengths() > 0
-  budget = seq_length - 2 - tf.cast(has_b, tf.int64)
-  fit_a, fit_b = trimmed_lengths(segment_a.row_lengths(), segment_b.row_lengths(), budget)
-  token_ids, segment_ids = tf_text.combine_segments(
-      [row_prefixes(segment_a, fit_a), row_prefixes(segment_b, fit_b)], cls_id, sep_id)
-  # combine_segments ends an empty b with a [SEP] too, the row's last item: not kept.
-  kept = token_ids.row_lengths() - tf.cast(~has_b, tf.int64)
-  return row_prefixes(token_ids, kept), row_prefixes(segment_ids, kept)
+def combined_segments(segment_a: tf.RaggedTensor, segment_b: tf.RaggedTensor | None = None, *,
+                      cls_id: int, sep_id: int) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+  """(token_ids, segment_ids) [batch, (tokens)] of whole token rows ([batch, (tokens)]): every
+  b, even an empty one, ends with [SEP]."""
+  with_b = segment_b is not None
+  segment_b = segment_b if with_b else segment_a[:, :0]
+  return _joined(segment_a, segment_b, segment_a.row_lengths(), segment_b.row_lengths(),
+                 tf.fill(tf.shape(segment_a.row_lengths()), tf.constant(int(with_b), tf.int64)),
+                 cls_id, sep_id)
+
+
+def combined_pair(segment_a: tf.RaggedTensor, segment_b: tf.RaggedTensor | None = None, *,
+                  seq_length: int, cls_id: int, sep_id: int
+                  ) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+  """(token_ids, segment_ids) [batch, (tokens)], each row at most `seq_length` long, of token
+  rows ([batch, (tokens)]) cut to fit; an empty b (or no b) adds nothing."""
+  segment_b = segment_a[:, :0] if segment_b is None else segment_b
+  len_a, len_b = segment_a.row_lengths(), segment_b.row_lengths()
+  has_b = tf.cast(len_b > 0, tf.int64)
+  fit_a, fit_b = trimmed_lengths(len_a, len_b, seq_length - 2 - has_b)
+  return _joined(segment_a, segment_b, fit_a, fit_b, has_b, cls_id, sep_id)
+
+
+def _joined(segment_a, segment_b, fit_a, fit_b, b_ends, cls_id, sep_id):
+  """`[CLS] a[:fit_a] [SEP] b[:fit_b]`, then [SEP] where `b_ends` is 1; with segment ids."""
+  size_a, size_b = (tf.size(s.values, tf.int64) for s in (segment_a, segment_b))
+  # The pieces' items, all in one pool: a's, b's, then [CLS] and [SEP].
+  pool = tf.concat([segment_a.values, segment_b.values,
+                    tf.constant([cls_id, sep_id], segment_a.dtype)], axis=0)
+  cls = tf.fill(tf.shape(fit_a), size_a + size_b)
+  starts = tf.stack([cls, segment_a.row_starts(), cls + 1, size_a + segment_b.row_starts(),
+                     cls + 1], axis=1)
+  one = tf.ones_like(fit_a)
+  lengths = tf.stack([one, fit_a, one, fit_b, b_ends], axis=1)  # [batch, 5]
+  items = tf.ragged.range(tf.reshape(starts, [-1]), tf.reshape(starts + lengths, [-1]))
+  token_ids = tf.RaggedTensor.from_row_lengths(tf.gather(pool, items.flat_values),
+                                               tf.reduce_sum(lengths, axis=1))
+  segments = tf.tile(tf.constant(_PIECE_SEGMENTS, segment_a.dtype), tf.shape(fit_a)[:1])
+  return token_ids, token_ids.with_flat_values(tf.repeat(segments, tf.reshape(lengths, [-1])))

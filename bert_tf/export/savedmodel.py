@@ -14,7 +14,6 @@ import os
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf import files
 from bert_tf.data.text_pairs import combined_pair
@@ -73,8 +72,8 @@ class ServingModule(tf.Module):
         1 - tf.cast(is_last, tf.int64))
     token_ids = tf.RaggedTensor.from_row_splits(
         tf.concat([piece_tokens, masks], axis=1), pieces.row_splits).merge_dims(1, 2)
-    token_ids = token_ids[:, :self.seq_length - 2]
-    token_ids, _ = tf_text.combine_segments([token_ids], self.cls_id, self.sep_id)
+    token_ids, _ = combined_pair(token_ids, seq_length=self.seq_length, cls_id=self.cls_id,
+                                 sep_id=self.sep_id)
     positions = tf.ragged.boolean_mask(
         tf.ragged.range(token_ids.row_lengths()), token_ids == self.mask_id)
     is_slot = tf.ones_like(positions, tf.bool).to_tensor()  # [batch, masks]

@@ -143,13 +143,9 @@ class TextEncoder(tf.Module):
     return tf.cast(self.tokenizer.tokenize(text), tf.int64)  # [batch, (tokens)]
 
   def _features(self, text_a: tf.Tensor, text_b: tf.Tensor | None = None) -> dict:
-    if text_b is None:
-      token_ids, segment_ids = tf_text.combine_segments(
-          [self._tokens(text_a)[:, :self.seq_length - 2]], self.cls_id, self.sep_id)
-    else:
-      token_ids, segment_ids = combined_pair(
-          self._tokens(text_a), self._tokens(text_b), seq_length=self.seq_length,
-          cls_id=self.cls_id, sep_id=self.sep_id)
+    token_ids, segment_ids = combined_pair(
+        self._tokens(text_a), None if text_b is None else self._tokens(text_b),
+        seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id)
     token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     return {"token_ids": tf.cast(token_ids, tf.int32),

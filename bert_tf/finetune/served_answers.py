@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.data.text_pairs import combined_segments
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
 
@@ -91,8 +92,8 @@ class AnswerFinder(tf.Module):
     first = tf.gather(context.row_starts(), windows["question"]) + windows["start"]
     pieces = tf.gather(context.flat_values,
                        tf.ragged.range(first, first + windows["length"]))  # [windows, (len)]
-    token_ids, segment_ids = tf_text.combine_segments(
-        [tf.gather(query, windows["question"]), pieces], self.cls_id, self.sep_id)
+    token_ids, segment_ids = combined_segments(
+        tf.gather(query, windows["question"]), pieces, cls_id=self.cls_id, sep_id=self.sep_id)
     token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     return tf.cast(self.model({"token_ids": tf.cast(token_ids, tf.int32),

@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune.tagging import OUTSIDE
@@ -32,8 +33,8 @@ class WordTagger(tf.Module):
   def _predicted(self, ids: tf.RaggedTensor) -> tf.Tensor:
     """ids: [batch, (pieces)] -> the predicted tag id of every position of
     `[CLS] pieces [SEP]`, int64 [batch, seq_length]."""
-    token_ids, segment_ids = tf_text.combine_segments(
-        [ids[:, :self.seq_length - 2]], self.cls_id, self.sep_id)
+    token_ids, segment_ids = combined_pair(ids, seq_length=self.seq_length, cls_id=self.cls_id,
+                                           sep_id=self.sep_id)
     token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
     segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     logits = self.model({"token_ids": tf.cast(token_ids, tf.int32),
