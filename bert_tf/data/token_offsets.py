@@ -41,10 +41,12 @@ def tokenize_with_offsets(tokenizer: BertTokenizer, text: tf.Tensor) -> tuple:
       tf.strings.length(normalised), tf.cast(origin.row_lengths(), tf.int32),
       message="the text normalised whole and character by character differ in length")
   ids, byte_starts, byte_ends = tokenizer.wordpiece_tokenizer.tokenize_with_offsets(normalised)
-  first = origin.row_starts()[:, None]  # [batch, 1]: where each text's bytes start in origin
+  # In flat values: a ragged tensor plus a dense column broadcasts through dynamic ragged
+  # shapes, whose checks are slow to trace.
+  text_start = tf.repeat(origin.row_starts(), ids.row_lengths())  # [tokens]: in origin's bytes
 
-  def original(byte_offsets: tf.RaggedTensor) -> tf.RaggedTensor:
-    return byte_offsets.with_flat_values(
-        tf.gather(origin.flat_values, (byte_offsets + first).flat_values))
+  def character(byte_offsets: tf.Tensor) -> tf.Tensor:  # [tokens] -> the original characters
+    return tf.gather(origin.flat_values, byte_offsets + text_start)
 
-  return ids, original(byte_starts), original(byte_ends - 1) + 1
+  return (ids, ids.with_flat_values(character(byte_starts.flat_values)),
+          ids.with_flat_values(character(byte_ends.flat_values - 1) + 1))

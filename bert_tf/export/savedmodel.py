@@ -75,7 +75,8 @@ class ServingModule(tf.Module):
     token_ids, _ = combined_pair(token_ids, seq_length=self.seq_length, cls_id=self.cls_id,
                                  sep_id=self.sep_id)
     positions = tf.ragged.boolean_mask(
-        tf.ragged.range(token_ids.row_lengths()), token_ids == self.mask_id)
+        tf.ragged.range(token_ids.row_lengths()),
+        token_ids.with_flat_values(token_ids.flat_values == self.mask_id))
     is_slot = tf.ones_like(positions, tf.bool).to_tensor()  # [batch, masks]
     features = {
         "token_ids": token_ids.to_tensor(),
