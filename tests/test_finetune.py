@@ -184,7 +184,7 @@ def test_encoder_from_model_dir_hugging_face_or_scratch(model_dir, tmp_path, voc
 
 def test_from_scratch_is_the_same_recipe_on_random_weights(finetuned):
   config, results, _ = finetuned
-  scratch = finetune(dataclasses.replace(config, from_scratch=True, epochs=1, skip_verify=True,
+  scratch = finetune(dataclasses.replace(config, from_scratch=True, epochs=1, serving_export=False,
                                          output_dir=config.output_dir + "_scratch"))
   assert scratch["from_scratch"] and not results["from_scratch"]
   assert scratch["train_examples"] == results["train_examples"] == 64

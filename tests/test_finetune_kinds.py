@@ -237,7 +237,7 @@ def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
   write_tf1_checkpoint(model_state(loaded.model, loaded.config), loaded.config, str(published))
   shutil.copy(os.path.join(model_dir, "vocab.txt"), published / "vocab.txt")
   config = config_for("regress", files, str(published), tmp_path / "out", epochs=1,
-                      skip_verify=True)
+                      serving_export=False)
   results = finetune(config)
   assert results["best_epoch"] == 1 and -1 <= results["dev_pearson"] <= 1
   with open(published / "vocab.txt") as mine, open(os.path.join(config.output_dir,

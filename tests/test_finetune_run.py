@@ -5,8 +5,8 @@ setting changed on the re-run is said in a line, other labels are an error; on t
 
 Each run is a few steps of conftest's one-layer encoder of width 32 on a handful of rows,
 dropout on (its random state is in the checkpoint too) except on two replicas, where each
-replica draws its own; none verifies its export (--skip_verify: test_finetune*'s do), which
-these tests do not read."""
+replica draws its own; none writes its SavedModel (--noserving_export: test_finetune*'s write
+and check it), which these tests do not read."""
 
 import dataclasses
 import json
@@ -59,10 +59,10 @@ def task(tmp_path_factory):
   return write_task(directory / "train.tsv", 22, 0), write_task(directory / "dev.tsv", 4, 1)
 
 
-# 6 steps an epoch (the last batch of 2 examples), 2 epochs, a checkpoint every 2 steps; the
-# export not verified (the tests compare weights and figures).
+# 6 steps an epoch (the last batch of 2 examples), 2 epochs, a checkpoint every 2 steps; no
+# SavedModel (the tests compare weights and figures).
 SETTINGS = dict(epochs=2, batch_size=4, seq_length=16, learning_rate=2e-3, checkpoint_every=2,
-                skip_verify=True)
+                serving_export=False)
 
 
 def settings_of(task, model_dir, output_dir, **changes):
@@ -105,6 +105,7 @@ def assert_same_run(output_dir, expected_dir, atol=1e-6, files=("metrics.json",)
   for name in files:
     assert read(output_dir, name) == read(expected_dir, name), name
   assert not os.path.exists(os.path.join(output_dir, "checkpoints"))  # removed when done
+  assert not os.path.exists(os.path.join(output_dir, "export"))  # --noserving_export
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +200,7 @@ def test_kill_9_then_run_again_ends_as_the_uninterrupted_run(task, model_dir, un
   assert result.returncode == 0, result.stderr[-3000:]
   assert re.search(r"Resumed from the checkpoint at step \d+ of 12", result.stderr)
   assert "Taking over" in result.stderr  # the killed run's lock
+  assert result.stdout.strip().endswith(f"The model is in {output_dir}/model.weights.h5.")
   assert_same_run(output_dir, uninterrupted, atol=1e-5)
 
 
@@ -226,7 +228,7 @@ with open(encoder + "/bert_config.json", "w") as f:
 compared = {}
 for kind, options in kinds.items():
   settings = FinetuneConfig(model_dir=encoder, output_dir=f"{output_dir}/{kind}/one",
-                            epochs=1, learning_rate=2e-3, skip_verify=True, **options)
+                            epochs=1, learning_rate=2e-3, serving_export=False, **options)
   finetune(settings)
   finetune(dataclasses.replace(settings, strategy="mirrored",
                                output_dir=f"{output_dir}/{kind}/two"))

@@ -92,6 +92,10 @@ def test_a_file_of_another_layout_is_one_line(glue_dir, tmp_path):
     FinetuneConfig(glue_task="cola").check_sweep()
   with pytest.raises(UserError, match="--predict_file=test predicts"):
     FinetuneConfig(glue_task="cola", glue_dir=str(tmp_path), predict_file="x.tsv").check_sweep()
+  with pytest.raises(UserError, match="^--predict_file is predicted by the serving SavedModel: "
+                                      "drop --noserving_export$"):
+    FinetuneConfig(model_dir="runs/mine", output_dir=str(tmp_path), predict_file="test.tsv",
+                   serving_export=False).check()
   with pytest.raises(UserError, match="--seeds '0,1,0' repeats a seed"):
     FinetuneConfig(seeds="0,1,0").check_sweep()
   with pytest.raises(UserError, match="--batch_sizes '8,x': give numbers"):

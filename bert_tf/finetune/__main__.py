@@ -30,9 +30,10 @@ def run(config: FinetuneConfig) -> None:
   from bert_tf.finetune.tasks import KINDS
   from bert_tf.finetune.training import finetune
   results = finetune(config)
+  where = (f"{config.output_dir}/export (signature {SIGNATURES[config.task]})"
+           if config.serving_export else f"{config.output_dir}/model.weights.h5")
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "
-        f"{KINDS[config.task].summary(results)}. The model is in {config.output_dir}/export "
-        f"(signature {SIGNATURES[config.task]}).")
+        f"{KINDS[config.task].summary(results)}. The model is in {where}.")
 
 
 if __name__ == "__main__":

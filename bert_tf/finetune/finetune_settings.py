@@ -68,6 +68,10 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
   version_2_with_negative: bool = setting(
       False, "answer: questions may have no answer (SQuAD v2.0); also on when either file "
       "has an unanswerable question.", change=NOTED)
+  serving_export: bool = setting(
+      True, "Write the serving SavedModel (export/) of the kept epoch; --noserving_export "
+      "leaves it out (`python -m bert_tf.export --model_dir=OUTPUT_DIR` writes it at any "
+      "time).", change=NOTED)
   skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
                               "the Keras task model after writing it.", change=NOTED)
 
@@ -89,4 +93,7 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
       raise UserError(f"warmup_proportion {self.warmup_proportion} is not in [0, 1]")
     if min(self.max_answer_length, self.n_best_size) <= 0:
       raise UserError("max_answer_length and n_best_size must be positive")
+    if self.predict_file and not self.serving_export:
+      raise UserError("--predict_file is predicted by the serving SavedModel: drop "
+                      "--noserving_export")
     self.check_sweep()

@@ -5,8 +5,8 @@ checkpoint if it has one (`checkpoints.py`, saying what changed since: `rerun.py
 epochs left with the dev figures after each (`fitting.py`, `dev_evaluation.py`), keep the best
 epoch's weights, and write the output_dir: metrics.json, task.json, the weights, the encoder's
 bert_config.json and vocab.txt, what the kind adds (answer's predictions.json) and the
-SavedModel serving the kind's signature on raw text, checked against the Keras model unless
-`--skip_verify` (`finetune/verification.py`)."""
+SavedModel serving the kind's signature on raw text (unless `--noserving_export`), checked
+against the Keras model unless `--skip_verify` (`finetune/verification.py`)."""
 
 import logging
 import os
@@ -86,6 +86,7 @@ def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained: Pretrai
   tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, "vocab.txt"),
                    overwrite=True)
   kind.write_outputs(model, directory, best_outputs)
-  export = export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
-  if not config.skip_verify:
-    log.info(verify_task_export(export, model, task, pretrained.vocabulary))
+  if config.serving_export:
+    export = export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
+    if not config.skip_verify:
+      log.info(verify_task_export(export, model, task, pretrained.vocabulary))
