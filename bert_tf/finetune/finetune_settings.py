@@ -8,6 +8,7 @@ import dataclasses
 
 from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
+from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.finetune.sweep_settings import SweepConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig
 from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
@@ -17,7 +18,8 @@ SEQ_LENGTH, ANSWER_SEQ_LENGTH = 128, 384
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig):
+class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDirConfig,
+                     SweepConfig):
   """Fine-tuning an encoder on a task of any of the four kinds; field names are the flags."""
 
   task: str = setting(
@@ -68,12 +70,6 @@ class FinetuneConfig(ColumnsConfig, ExecutionConfig, DataDirConfig, SweepConfig)
   version_2_with_negative: bool = setting(
       False, "answer: questions may have no answer (SQuAD v2.0); also on when either file "
       "has an unanswerable question.", change=NOTED)
-  serving_export: bool = setting(
-      True, "Write the serving SavedModel (export/) of the kept epoch; --noserving_export "
-      "leaves it out (`python -m bert_tf.export --model_dir=OUTPUT_DIR` writes it at any "
-      "time).", change=NOTED)
-  skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
-                              "the Keras task model after writing it.", change=NOTED)
 
   def __post_init__(self):
     if self.seq_length is None:  # the kind's default: a frozen field set once, here

@@ -12,6 +12,7 @@ import dataclasses
 
 from bert_tf.data.data_settings import RECORDS, PipelineConfig, RecordsConfig, VocabularyConfig
 from bert_tf.errors import UserError
+from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.model.model_settings import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
@@ -62,8 +63,8 @@ class ProbeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, RecordsConfig,
-                  PipelineConfig, VocabularyConfig):
+class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionConfig,
+                  ModelConfig, RecordsConfig, PipelineConfig, VocabularyConfig):
   """Everything one run needs; field names are `train.py`'s flag names.
 
   The defaults are a small BERT on the built-in corpus in minutes on a laptop, with original
@@ -97,12 +98,6 @@ class TrainConfig(ProbeConfig, OptimizerConfig, ExecutionConfig, ModelConfig, Re
   peak_tflops: float = setting(0.0, "The device's dense peak TFLOP/s at this precision, all "
                                "devices together: model-FLOPs utilisation is logged with it.",
                                change=NOTED)
-  serving_export: bool = setting(True, "Write the serving SavedModel (export/) when the run "
-                                 "ends; --noserving_export leaves it out (for a phase that "
-                                 "another continues; `python -m bert_tf.export` writes it "
-                                 "from the model_dir at any time).", change=NOTED)
-  skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
-                              "the Keras model after writing it.", change=NOTED)
   verbose: bool = setting(True, "Show one progress line for the run, rewritten in place on a "
                           "terminal, a line every few steps otherwise.", change=NOTED)
 
