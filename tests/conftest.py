@@ -33,7 +33,7 @@ import pytest  # noqa: E402
 
 import processes  # noqa: E402
 from bert_tf.data import builtin_corpus  # noqa: E402
-from helpers import run, tiny_run  # noqa: E402
+from helpers import one_layer_config, run, tiny_run  # noqa: E402
 
 processes.without_graph_optimisation()  # in the test processes too, as in the warm Python
 
@@ -122,11 +122,16 @@ def corpus_pattern(data_dir):
 
 @pytest.fixture(scope="session")
 def vocab_file(tmp_path_factory, worker_id, corpus_pattern):
-  """A real WordPiece vocabulary (about 3,400 tokens) learned from the built-in corpus."""
+  """A real WordPiece vocabulary (about 3,400 tokens) learned from the built-in corpus; beside
+  it, bert_tiny of one layer sized to it (`helpers.one_layer_config`)."""
   def make(directory):
+    from bert_tf.data.tokenization import Vocabulary
     from bert_tf.data.vocabulary_learner import build_vocabulary
+    from bert_tf.model.bert_config import BertConfig
     path = os.path.join(directory, "vocab.txt")
     build_vocabulary(corpus_pattern, path, vocab_size=8000)
+    BertConfig.from_preset("bert_tiny", vocab_size=len(Vocabulary(path)),
+                           num_hidden_layers=1).to_json_file(one_layer_config(path))
     return path
   return made_once(tmp_path_factory, worker_id, "vocabulary", make)
 

@@ -163,7 +163,8 @@ from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.data.data_position import DataPosition
 
-CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16)
+CONFIG = BertConfig.from_preset("bert_tiny", vocab_size=60, max_position_embeddings=16,
+                                num_hidden_layers=1)
 REPLICA_BATCH, SEQ, SLOTS = 4, 16, 3
 rng = np.random.default_rng(0)
 

@@ -19,7 +19,14 @@ import numpy as np
 import pytest
 
 from bert_tf.training.trainer import TrainConfig, train
-from helpers import latest_checkpoint_step, run, start, wait_for_checkpoint, weights
+from helpers import (
+  latest_checkpoint_step,
+  one_layer_config,
+  run,
+  start,
+  wait_for_checkpoint,
+  weights,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -38,14 +45,16 @@ def corpus(tmp_path_factory, corpus_pattern):
   return directory
 
 
-# The run: on the small corpus, held-out figures every 4 steps; as `TrainConfig` fields.
-SETTINGS = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
+# The run: on the small corpus, held-out figures every 4 steps; as `TrainConfig` fields (the
+# model: `helpers.one_layer_config`).
+SETTINGS = dict(seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
                 train_steps=TRAIN_STEPS, checkpoint_every=2, eval_every=4, warmup_steps=2,
                 eval_steps=1, verbose=False, seed=7, serving_export=False)
 
 
 def settings(corpus, model_dir, data_dir, vocab_file) -> dict:
   return dict(SETTINGS, data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
+              config=one_layer_config(vocab_file),
               input_files=f"{corpus / 'a.txt'},{corpus / 'b.txt'}",
               eval_files=str(corpus / "held_out.txt"))
 

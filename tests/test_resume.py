@@ -19,6 +19,7 @@ from bert_tf.training.trainer import TrainConfig, train
 from helpers import (
   RESUMABLE_CONFIG,
   RESUMABLE_STEPS,
+  one_layer_config,
   resumable_run,
   run,
   start,
@@ -35,7 +36,7 @@ def uninterrupted(tmp_path_factory, data_dir, vocab_file):
   execution), which every resumed run in a fresh process is compared with."""
   model_dir = str(tmp_path_factory.mktemp("uninterrupted"))
   train(TrainConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
-                    **RESUMABLE_CONFIG))
+                    config=one_layer_config(vocab_file), **RESUMABLE_CONFIG))
   return weights(model_dir)
 
 

@@ -26,6 +26,7 @@ from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
+from helpers import one_layer_config
 
 BATCH = 8
 
@@ -52,7 +53,8 @@ def base(tmp_path_factory, corpus_dir, data_dir, vocab_file):
   """A model_dir that trained 4 steps, and the config it trained with."""
   config = TrainConfig(
       model_dir=str(tmp_path_factory.mktemp("base") / "run"), data_dir=data_dir,
-      vocab_file=vocab_file, input_files=str(corpus_dir / "*.txt"), config="bert_tiny",
+      vocab_file=vocab_file, input_files=str(corpus_dir / "*.txt"),
+      config=one_layer_config(vocab_file),
       seq_length=32, max_predictions_per_seq=5, global_batch_size=BATCH, train_steps=4,
       checkpoint_every=2, warmup_steps=2, eval_steps=1, verbose=False, seed=5,
       serving_export=False)
@@ -258,7 +260,7 @@ def test_each_checkpoint_carries_the_runs_record(base):
       side["vocab.txt"].encode("utf-8")).hexdigest()
   lines = audit.describe_checkpoint(base.model_dir)
   assert lines[:2] == [f"checkpoint  {base.model_dir}/checkpoints/ckpt-4", "step        4"]
-  assert "hidden_size 128" in lines[2] and "num_hidden_layers 2" in lines[2]
+  assert "hidden_size 128" in lines[2] and "num_hidden_layers 1" in lines[2]
   assert lines[3] == f"vocabulary  {len(tokens)} tokens, sha256 {record['vocabulary']['sha256']}"
   assert [line.split()[1] for line in lines if line.startswith("corpus")] == sorted(
       json.loads(side["corpus.json"]))
