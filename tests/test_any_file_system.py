@@ -21,11 +21,12 @@ import tensorflow as tf
 from bert_tf.export.trained import export, load_trained
 from bert_tf.runtime import run_lock
 from bert_tf.training.trainer import TrainConfig, train
+from helpers import one_layer_config
 
 data_dir, vocab_file = sys.argv[1:3]
 model_dir = "ram://bert_tf_run"
 config = TrainConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=model_dir,
-                     config="bert_tiny", seq_length=32, max_predictions_per_seq=5,
+                     config=one_layer_config(vocab_file), seq_length=32, max_predictions_per_seq=5,
                      global_batch_size=4, train_steps=4, checkpoint_every=2, warmup_steps=1,
                      eval_steps=1, log_every=1, verbose=0)
 # The serving SavedModel (written and verified from ram://) once, at the end of the resumed run.

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from helpers import ROOT, run, start
+from helpers import ROOT, one_layer_config, run, start
 
 _spec = importlib.util.spec_from_file_location(
     "chaos", os.path.join(ROOT, "benchmarks", "chaos.py"))
@@ -32,7 +32,8 @@ def warm_start(args):
 
 def test_a_run_hit_by_one_fault_of_each_kind_ends_as_an_uninterrupted_one(tmp_path, vocab_file):
   data_dir, vocab_file, corpus_files = chaos.prepare(str(tmp_path), vocab_file)
-  settings = chaos.run_settings(TRAIN_STEPS, EVERY, seed=3)
+  settings = dict(chaos.run_settings(TRAIN_STEPS, EVERY, seed=3),
+                  config=one_layer_config(vocab_file))  # the model: one layer
   model_dir, reference_dir = str(tmp_path / "chaos"), str(tmp_path / "reference")
   chaotic = chaos.Chaos(chaos.command(model_dir, data_dir, vocab_file, corpus_files, settings),
                         model_dir, corpus_files, EVERY, TRAIN_STEPS,

@@ -24,8 +24,9 @@ from bert_tf.model.pretraining import pretraining_model
 from bert_tf.training.train_settings import PROBE_FIGURES, TrainConfig
 from bert_tf.training.trainer import train
 from bert_tf.training.watching import probe
+from helpers import one_layer_config
 
-TINY = dict(config="bert_tiny", seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
+TINY = dict(seq_length=32, max_predictions_per_seq=5, global_batch_size=8,
             train_steps=6, checkpoint_every=3, warmup_steps=2, eval_steps=1, verbose=False,
             serving_export=False)
 
@@ -118,7 +119,8 @@ def weights(model_dir):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, data_dir, vocab_file):
   """The same tiny run without and with a probe at each checkpoint (steps 3 and 6)."""
-  base = TrainConfig(data_dir=data_dir, vocab_file=vocab_file, **TINY)
+  base = TrainConfig(data_dir=data_dir, vocab_file=vocab_file,
+                     config=one_layer_config(vocab_file), **TINY)
   plain = dataclasses.replace(base, model_dir=str(tmp_path_factory.mktemp("plain")))
   probed = dataclasses.replace(base, model_dir=str(tmp_path_factory.mktemp("probed")),
                                probe_train_file="builtin", probe_dev_file="builtin",

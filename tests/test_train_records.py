@@ -17,7 +17,15 @@ from bert_tf.errors import UserError
 from bert_tf.prepare import PrepareConfig, prepare_records
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
-from helpers import RESUMABLE_STEPS, resumable_run, run, start, wait_for_checkpoint, weights
+from helpers import (
+  RESUMABLE_STEPS,
+  one_layer_config,
+  resumable_run,
+  run,
+  start,
+  wait_for_checkpoint,
+  weights,
+)
 
 SEQ, PREDICTIONS, FILES = 64, 10, 3  # as helpers.RESUMABLE's
 
@@ -41,10 +49,11 @@ def records_run(model_dir, data_dir, vocab_file, records_pattern, *extra):
 
 
 def tiny_config(tmp_path, data_dir, vocab_file, records_pattern, **settings) -> TrainConfig:
-  """bert_tiny for 4 steps on the records, the records' shape left to them."""
+  """The one-layer bert_tiny for 4 steps on the records, the records' shape left to them."""
   return TrainConfig(
       model_dir=str(tmp_path / "run"), data_dir=data_dir, vocab_file=vocab_file,
-      input_format="tfrecord", input_files=records_pattern, config="bert_tiny",
+      input_format="tfrecord", input_files=records_pattern,
+      config=one_layer_config(vocab_file),
       global_batch_size=8, train_steps=4, checkpoint_every=2, warmup_steps=2, eval_steps=1,
       verbose=False, seed=3, **{"serving_export": False, **settings})
 
@@ -130,12 +139,13 @@ def _step_losses(config: TrainConfig) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def text_run(tmp_path_factory, corpus_pattern, data_dir, vocab_file):
-  """bert_tiny trained 5 steps on the built-in corpus's text with `short_records`' settings,
-  its loss logged at every step: (its config, the losses). The reference of the records'
-  loss curve, and the text run that a run on the records follows."""
+  """The one-layer bert_tiny trained 5 steps on the built-in corpus's text with
+  `short_records`' settings, its loss logged at every step: (its config, the losses). The
+  reference of the records' loss curve, and the text run that a run on the records follows."""
   config = TrainConfig(
       model_dir=str(tmp_path_factory.mktemp("text") / "run"), data_dir=data_dir,
-      vocab_file=vocab_file, input_files=corpus_pattern, config="bert_tiny", seq_length=32,
+      vocab_file=vocab_file, input_files=corpus_pattern, config=one_layer_config(vocab_file),
+      seq_length=32,
       max_predictions_per_seq=5, global_batch_size=8, train_steps=5, checkpoint_every=5,
       warmup_steps=2, log_every=1, verbose=False, seed=7, serving_export=False)
   return config, _step_losses(config)
