@@ -32,10 +32,16 @@ _keep_to_this_workers_cpus()
 import pytest  # noqa: E402
 
 import processes  # noqa: E402
-from bert_tf.data import builtin_corpus  # noqa: E402
 from helpers import one_layer_config, run, tiny_run  # noqa: E402
 
-processes.without_graph_optimisation()  # in the test processes too, as in the warm Python
+
+def pytest_configure(config):
+  """TensorFlow's graph optimiser off in each process that runs tests, as in the warm Python.
+  pytest-xdist's controller, which runs none, does not import TensorFlow at all: its import
+  was 3.5 s of the suite's start-up, before the test processes start."""
+  if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
+    processes.without_graph_optimisation()
+
 
 # The groups of tests that take longest (an xdist_group's name, else a module's), longest first
 # (measured 2026-12-03 on an idle machine, the groups kept together), the last ones those that
@@ -110,6 +116,7 @@ def made_once(tmp_path_factory, worker_id, name, make):
 def data_dir(tmp_path_factory, worker_id):
   """A data directory holding the built-in corpus (Python's language reference)."""
   def make(directory):
+    from bert_tf.data import builtin_corpus
     builtin_corpus.corpus_pattern(directory)
     return directory
   return made_once(tmp_path_factory, worker_id, "data", make)
@@ -117,6 +124,7 @@ def data_dir(tmp_path_factory, worker_id):
 
 @pytest.fixture(scope="session")
 def corpus_pattern(data_dir):
+  from bert_tf.data import builtin_corpus
   return builtin_corpus.corpus_pattern(data_dir)
 
 

@@ -48,8 +48,9 @@ def environment(as_user=False, **variables):
   return {**env, **variables}
 
 
-# The start of a script that needs two replicas on this machine's CPU and a tiny BERT over a
-# vocabulary of 60 ids, dropout off (so that runs compare to float32 rounding).
+# The start of a script that needs two replicas on this machine's CPU and a tiny BERT (one
+# layer: the scripts compare updates, not what layers learn) over a vocabulary of 60 ids,
+# dropout off (so that runs compare to float32 rounding).
 TWO_CPUS_TINY_BERT = r"""
 import json
 import numpy as np
@@ -113,9 +114,9 @@ def resumable_run(model_dir, data_dir, vocab_file, *extra):
           *extra]
 
 # The start of a script for `start_workers`: `train_as_worker(**settings)` trains the one-layer
-# bert_tiny (`one_layer_config`) as
-# this process's worker of the cluster, on the data_dir, vocab_file and model_dir given as the
-# script's arguments, logging at INFO (where the tests read what the run did).
+# bert_tiny (`one_layer_config`) as this process's worker of the cluster, on the data_dir,
+# vocab_file and model_dir given as the script's arguments, logging at INFO (where the tests
+# read what the run did).
 TRAIN_AS_WORKER = r"""
 import logging, sys
 logging.basicConfig(level=logging.INFO)
