@@ -24,6 +24,7 @@ import tempfile
 import traceback
 import warnings
 
+from bert_tf import settings
 from bert_tf.errors import UserError
 
 # Lines TensorFlow's and tensorflow-text's libraries print while they load.
@@ -31,9 +32,6 @@ STARTUP_NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called"
     r"|[IWE]\d{4} [\d:. ]+\d+ (port|cudart_stub|cpu_feature_guard|cuda_\w+)\.cc:\d+\]"
     r"|To enable the following instructions: .* rebuild TensorFlow")
-
-# The absl/--verbosity levels by name (absl's -v takes the numbers).
-VERBOSITY = {"debug": 1, "info": 0, "warning": -1, "error": -2}
 
 log = logging.getLogger("bert_tf")
 
@@ -45,8 +43,8 @@ def asks_for_debug(argv: list[str]) -> bool:
     name, equals, value = arg.partition("=")
     if name in ("-v", "--v", "-verbosity", "--verbosity"):
       value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
-      value = str(VERBOSITY.get(value.lower(), value))
-      if value.lstrip("-").isdigit() and int(value) >= VERBOSITY["debug"]:
+      value = str(settings.VERBOSITY.get(value.lower(), value))
+      if value.lstrip("-").isdigit() and int(value) >= settings.VERBOSITY["debug"]:
         return True
   return False
 
@@ -100,8 +98,8 @@ def configure(verbosity: int) -> None:
   handler.setFormatter(logging.Formatter("%(message)s"))
   log.handlers = [handler]
   log.propagate = False
-  log.setLevel(logging.DEBUG if verbosity >= VERBOSITY["debug"] else logging.INFO)
-  if verbosity >= VERBOSITY["debug"]:
+  log.setLevel(logging.DEBUG if verbosity >= settings.VERBOSITY["debug"] else logging.INFO)
+  if verbosity >= settings.VERBOSITY["debug"]:
     return
   from absl import logging as absl_logging
   absl_logging.set_verbosity(absl_logging.WARNING)
@@ -153,8 +151,6 @@ def run_command(config_class, command, *, argv: list[str] | None = None,
   mistake in them one line, `parse_flags`), the console configured, then `command(config)`, a
   `UserError` or Ctrl-C ending it in one line (`errors_in_one_line`)."""
   from absl import app, flags
-
-  from bert_tf import settings  # it imports this module: imported when a command runs
   settings.define_flags(config_class)
   settings.name_verbosity_levels()
 

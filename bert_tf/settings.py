@@ -21,7 +21,6 @@ from typing import Any
 import absl.logging  # noqa: F401  (defines --verbosity)
 from absl import flags
 
-from bert_tf.console import VERBOSITY
 from bert_tf.errors import UserError
 
 # What changing a run's setting on a directory where it has trained does, said in a line
@@ -115,6 +114,10 @@ def markdown_tables(config_class, leave_out=None) -> str:
       rows.append(f"| `--{field.name}` | {default} | {meaning} |")
     sections.append("\n".join(rows) + "\n")
   return "\n".join(sections)
+
+
+# absl's --verbosity levels by name (absl's -v takes the numbers).
+VERBOSITY = {"debug": 1, "info": 0, "warning": -1, "error": -2}
 
 
 class _VerbosityParser(flags.IntegerParser):

@@ -31,6 +31,7 @@ _keep_to_this_workers_cpus()
 
 import pytest  # noqa: E402
 
+import group_timings  # noqa: E402
 import processes  # noqa: E402
 from helpers import one_layer_config, run, tiny_run  # noqa: E402
 
@@ -41,39 +42,30 @@ def pytest_configure(config):
   was 3.5 s of the suite's start-up, before the test processes start."""
   if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
     processes.without_graph_optimisation()
+  if config.getoption("record_timings") and not hasattr(config, "workerinput"):
+    config.pluginmanager.register(group_timings.Recorder(), "group_timings")
 
 
-# The groups of tests that take longest (an xdist_group's name, else a module's), longest first
-# (measured 2026-12-03 on an idle machine, the groups kept together), the last ones those that
-# take longest in the fast tier, where the others are left out: `pytest` hands them out first,
-# so that its two processes finish together, the many short ones filling in at the end.
-# test_golden_batch, second, needs no shared vocabulary: in the fast tier one process runs it
-# while the other learns the vocabulary that both need next, instead of both waiting for it.
-LONGEST_FIRST = ["finished_run", "test_golden_batch", "test_train_records", "test_finetune_run",
-                 "test_multi_worker_resume", "test_glue", "test_chaos", "test_learning",
-                 "test_run_changes", "test_input_failures", "test_multi_worker", "test_resume",
-                 "test_finetune_kinds", "test_finetune_export", "test_global_batch",
-                 "test_probe", "test_export_verification", "test_finetune",
-                 "test_any_file_system", "test_data_position", "test_readme",
-                 "test_init_checkpoint", "test_failed_read", "test_evaluation", "test_prepare",
-                 "test_phases", "test_interop", "test_records", "test_pairing", "test_corpus",
-                 "test_pipeline"]
+def pytest_addoption(parser):
+  parser.addoption("--record-timings", action="store_true",
+                   help="write each group's seconds to tests/group_timings.json when the run "
+                        "ends, for the order in which later runs hand out the groups (run it "
+                        "on the whole suite)")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items):
   """Each test in its module's xdist group unless it has one (so that a module's fixtures are
-  made once), and the groups in LONGEST_FIRST's order before the others, in their own."""
+  made once), the group named in its reports (for `--record-timings`), before any plugin
+  (pytest-xdist) reads the groups. Then, once every plugin has left out what this run does not
+  run, the groups in the order `group_timings.longest_first` gives."""
   for item in items:
     if not item.get_closest_marker("xdist_group"):
       item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-
-  def rank(item):
-    marker = item.get_closest_marker("xdist_group")
-    group = marker.args[0] if marker.args else marker.kwargs["name"]
-    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
-
-  items.sort(key=rank)
+    item.user_properties.append((group_timings.GROUP, group_timings.group_of(item)))
+  result = yield
+  items[:] = group_timings.longest_first(items, group_timings.recorded())
+  return result
 
 
 def pytest_xdist_node_collection_finished(node, ids):

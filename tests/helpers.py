@@ -1,6 +1,9 @@
 """What several test files need: running the project in a fresh process, a script's preamble
-for two logical CPUs and a tiny model, small synthetic batches, reading saved weights, and
-waiting for a checkpoint to become the latest before killing a run.
+for two logical CPUs and a tiny model, small synthetic batches, reading saved weights,
+waiting for a checkpoint to become the latest before killing a run, reading a fine-tuned
+export's verification line, another run's lock, original BERT's record features. (No test
+module imports another: what two share is here, or in a module of its own such as
+finetune_files.py.)
 
 Nothing here imports TensorFlow at import time: a subprocess script imports this module before
 it splits the CPU into logical devices, which must happen before TensorFlow starts.
@@ -289,3 +292,45 @@ def randomised_model(config, seed=0, stddev=0.2):
     variable.assign(rng.normal(0, stddev, variable.shape).astype("float32")
                     + (1.0 if variable.path.endswith("gamma") else 0.0))
   return model
+
+
+# What a fine-tuned SavedModel's check says (`verified(line, kind)` reads it).
+VERIFIED = re.compile(r"^verified: (classify|regress|tag|answer) savedmodel(?: words, "
+                      r"word_offsets equal)?, largest output difference (\S+) \((\w+); "
+                      r"tolerance 1e-04\)$")
+
+
+def verified(line, kind):
+  """Checks the verification line of a `kind` export; returns the compared output it names."""
+  match = VERIFIED.match(line)
+  assert match and match[1] == kind, line
+  assert float(match[2]) <= 1e-4
+  assert ("words" in line) == (kind == "tag")
+  return match[3]
+
+
+def write_lock(model_dir, **changes):
+  """A run lock in `model_dir` as another run holds it (its host, an old pid and start, a fresh
+  heartbeat), `changes` on top."""
+  import tensorflow as tf
+
+  from bert_tf.runtime import run_lock
+  record = {"host": socket.gethostname(), "pid": 1, "started": 1_700_000_000.0,
+            "heartbeat": time.time(), "token": "other", **changes}
+  tf.io.gfile.makedirs(model_dir)
+  with tf.io.gfile.GFile(os.path.join(model_dir, run_lock.LOCK_FILE), "w") as f:
+    f.write(json.dumps(record))
+
+
+def original_spec(max_seq_length, max_predictions_per_seq):
+  """google-research/bert run_pretraining.py's `name_to_features`, as it is there."""
+  import tensorflow as tf
+  return {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }

@@ -1,7 +1,8 @@
 """The package's layers: data and settings, then model and interop, then export, then the
 runtime, then fine-tuning, then pre-training, then the commands. No module imports from a layer
 above its own; of pre-training's modules only the probe imports fine-tuning's; and only
-`bert_tf/model/keras_internals.py` touches Keras's internals."""
+`bert_tf/model/keras_internals.py` touches Keras's internals. No modules import each other in a
+circle, and no test module imports another."""
 
 import ast
 import os
@@ -70,6 +71,57 @@ def test_only_the_probe_reaches_into_fine_tuning(module):
     imported = _imported(ast.parse(f.read()))
   finetune = sorted(name for name in imported if name.startswith("bert_tf.finetune"))
   assert not finetune or module == "bert_tf.training.watching.probe", f"{module} imports {finetune}"
+
+
+def _modules_imported(module: str) -> set:
+  """The package's modules that `module` imports, anywhere in it (inside a function too): for
+  `from a import b`, the module a.b if there is one, else a."""
+  with open(MODULES[module], encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  names = set()
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.module:
+      names |= {f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES
+                else node.module for alias in node.names}
+    elif isinstance(node, ast.Import):
+      names |= {alias.name for alias in node.names}
+  return names & set(MODULES)
+
+
+def _circle_through(module: str, imports: dict) -> list:
+  """The modules of a way of imports from `module` back to itself, [] if there is none."""
+  ways, seen = [[module]], set()
+  while ways:
+    way = ways.pop()
+    for name in sorted(imports[way[-1]]):
+      if name == module:
+        return way + [module]
+      if name not in seen:
+        seen.add(name)
+        ways.append(way + [name])
+  return []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+  """Two modules that need each other are one piece split in two, or a piece in the wrong
+  place: a shared piece goes where it belongs (an import inside a function does not count as
+  out of the circle)."""
+  imports = {module: _modules_imported(module) for module in MODULES}
+  circles = [way for way in (_circle_through(module, imports) for module in MODULES) if way]
+  assert not circles, "circles of imports: " + "; ".join(" -> ".join(way) for way in circles)
+
+
+def test_no_test_module_imports_another():
+  """What test modules share lives in modules that are not tests (helpers.py, finetune_files.py):
+  a test module keeps what its own tests need, and one that imported it would break when it
+  changes, and import everything it imports."""
+  tests = os.path.join(ROOT, "tests")
+  for name in sorted(os.listdir(tests)):
+    if name.endswith(".py"):
+      with open(os.path.join(tests, name), encoding="utf-8") as f:
+        imported = _imported(ast.parse(f.read()))
+      tests_imported = sorted(n for n in imported if n.startswith("test_"))
+      assert not tests_imported, f"tests/{name} imports {tests_imported}"
 
 
 def _private_uses(tree: ast.Module) -> list:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bert_tf import console
+from bert_tf import console, settings
 from bert_tf.errors import UserError
 from helpers import run
 
@@ -96,7 +96,7 @@ def test_a_command_ends_with_one_line_and_its_status(capsys, configured, raised,
 
 
 def test_debug_shows_the_traceback_before_the_line(capsys, configured):
-  console.configure(verbosity=console.VERBOSITY["debug"])
+  console.configure(verbosity=settings.VERBOSITY["debug"])
   with pytest.raises(SystemExit), console.errors_in_one_line():
     raise UserError("the vocabulary has 10 tokens, the model 53")
   err = capsys.readouterr().err

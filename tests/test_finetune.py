@@ -22,8 +22,7 @@ from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
-from helpers import run
-from test_finetune_export import verified
+from helpers import run, verified
 
 pytestmark = pytest.mark.e2e
 

@@ -32,7 +32,7 @@ from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from helpers import run
+from helpers import run, verified
 
 # Every test reads what a separate TensorFlow process loaded.
 pytestmark = pytest.mark.e2e
@@ -49,21 +49,6 @@ ANSWER_TASK = {"task": "answer", "labels": [], "pair": False, "seq_length": 32,
                "lower_case": True, "max_query_length": 8, "doc_stride": 6,
                "max_answer_length": 5, "n_best_size": 4, "null_score_diff_threshold": 0.0,
                "version_2_with_negative": False}
-
-
-# What a fine-tuned SavedModel's check says (`verified(line, kind)` reads it).
-VERIFIED = re.compile(r"^verified: (classify|regress|tag|answer) savedmodel(?: words, "
-                      r"word_offsets equal)?, largest output difference (\S+) \((\w+); "
-                      r"tolerance 1e-04\)$")
-
-
-def verified(line, kind):
-  """Checks the verification line of a `kind` export; returns the compared output it names."""
-  match = VERIFIED.match(line)
-  assert match and match[1] == kind, line
-  assert float(match[2]) <= 1e-4
-  assert ("words" in line) == (kind == "tag")
-  return match[3]
 
 
 @pytest.fixture(scope="module")

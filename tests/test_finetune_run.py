@@ -21,6 +21,7 @@ import pytest
 from bert_tf.errors import UserError
 from bert_tf.finetune import FinetuneConfig, finetune, fitting
 from bert_tf.runtime.checkpointing import TrainingStopped
+from finetune_files import squad_file, write_conll, write_json, write_regression
 from helpers import (
   TWO_CPUS_TINY_BERT,
   latest_checkpoint_step,
@@ -28,9 +29,8 @@ from helpers import (
   start,
   wait_for_checkpoint,
   weights,
+  write_lock,
 )
-from test_finetune_kinds import squad_file, write_conll, write_json, write_regression
-from test_run_lock import write_lock
 
 WORDS = {"code": ["function", "class", "return", "value", "object", "method"],
          "debug": ["debugger", "breakpoint", "frame", "stack", "command", "line"]}

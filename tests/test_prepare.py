@@ -17,8 +17,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.data.vocabulary_learner import build_vocabulary
 from bert_tf.errors import UserError
 from bert_tf.prepare import DESCRIPTION, PrepareConfig, prepare_records, record_file_names
-from helpers import run
-from test_records import original_spec
+from helpers import original_spec, run
 
 # Every test writes records through the pipeline: minutes in all.
 pytestmark = pytest.mark.e2e

@@ -19,6 +19,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.training import preparation
 from bert_tf.training.train_settings import TrainConfig
+from helpers import original_spec
 
 SEQ, PREDICTIONS = 32, 5
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "on",
@@ -26,19 +27,6 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sa
 WORDS = [["the"], ["cat"], ["cat", "##s"], ["dog"], ["dog", "##gy"], ["sat"], ["on"], ["mat"],
          ["run"], ["run", "##s"], ["run", "##ning"], ["a"], ["big"], ["."]]
 CLS, SEP, MASK = 2, 3, 4
-
-
-def original_spec(max_seq_length, max_predictions_per_seq):
-  """google-research/bert run_pretraining.py's `name_to_features`, as it is there."""
-  return {
-      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-      "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-      "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-  }
 
 
 def _int_feature(values):

@@ -13,15 +13,7 @@ import tensorflow as tf
 from bert_tf.errors import UserError
 from bert_tf.runtime import run_lock
 from bert_tf.runtime.run_lock import RunLock
-from helpers import run
-
-
-def write_lock(model_dir, **changes):
-  record = {"host": socket.gethostname(), "pid": 1, "started": 1_700_000_000.0,
-            "heartbeat": time.time(), "token": "other", **changes}
-  tf.io.gfile.makedirs(model_dir)
-  with tf.io.gfile.GFile(os.path.join(model_dir, run_lock.LOCK_FILE), "w") as f:
-    f.write(json.dumps(record))
+from helpers import run, write_lock
 
 
 def read_lock(model_dir):
