@@ -39,7 +39,9 @@ from helpers import one_layer_config, run, tiny_run  # noqa: E402
 def pytest_configure(config):
   """TensorFlow's graph optimiser off in each process that runs tests, as in the warm Python.
   pytest-xdist's controller, which runs none, does not import TensorFlow at all: its import
-  was 3.5 s of the suite's start-up, before the test processes start."""
+  was 3.5 s of the suite's start-up, before the test processes start. With `--record-timings`,
+  the process that receives every test's report (the controller, or the only process) records
+  the groups' times (`group_timings.Recorder`)."""
   if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no":
     processes.without_graph_optimisation()
   if config.getoption("record_timings") and not hasattr(config, "workerinput"):
@@ -55,14 +57,10 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items):
-  """Each test in its module's xdist group unless it has one (so that a module's fixtures are
-  made once), the group named in its reports (for `--record-timings`), before any plugin
-  (pytest-xdist) reads the groups. Then, once every plugin has left out what this run does not
-  run, the groups in the order `group_timings.longest_first` gives."""
-  for item in items:
-    if not item.get_closest_marker("xdist_group"):
-      item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    item.user_properties.append((group_timings.GROUP, group_timings.group_of(item)))
+  """Each test in its group (`group_timings.name_groups`) before any plugin (pytest-xdist) reads
+  the groups; then, once every plugin has left out what this run does not run, the groups in
+  the order `group_timings.longest_first` gives."""
+  group_timings.name_groups(items)
   result = yield
   items[:] = group_timings.longest_first(items, group_timings.recorded())
   return result

@@ -14,8 +14,19 @@ import os
 import platform
 import time
 
+import pytest
+
 TIMINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "group_timings.json")
 GROUP = "xdist_group"  # the user property naming a test's group in its reports
+
+
+def name_groups(items):
+  """Each test in its module's xdist group unless it has one (so that a module's fixtures are
+  made once), the group named in its reports (for the `Recorder`)."""
+  for item in items:
+    if not item.get_closest_marker("xdist_group"):
+      item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    item.user_properties.append((GROUP, group_of(item)))
 
 
 def group_of(item):
