@@ -23,6 +23,7 @@ from bert_tf.data.data_settings import MixtureConfig
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.prepare import PrepareConfig
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
 from helpers import one_layer_config, run
@@ -234,6 +235,8 @@ def test_a_group_too_small_to_pair_is_named(groups, tmp_path, vocab_file, data_d
     trainer.train(config)
   with pytest.raises(UserError, match="records are not mixed"):
     dataclasses.replace(config, input_format="tfrecord").check()
+  with pytest.raises(UserError, match="bert_tf.prepare writes one corpus's records"):
+    PrepareConfig(**dataclasses.asdict(config), output=str(tmp_path / "records")).check()
 
 
 def test_bad_weights_on_the_command_line(groups, tmp_path, vocab_file, data_dir):
