@@ -61,10 +61,11 @@ def split_patterns(file_patterns: str) -> list[str]:
   return [p.strip() for p in file_patterns.replace("|", ",").split(",") if p.strip()]
 
 
-def corpus_groups(file_patterns: str) -> list[list[str]]:
+def corpus_groups(file_patterns) -> list[list[str]]:
   """The groups of a mixed --input_files value (docs/pipeline.md#corpora-mixed-by-weight):
-  each comma-separated item is one group, its patterns separated by `|`."""
-  return [split_patterns(item) for item in file_patterns.split(",") if item.strip()]
+  each comma-separated item (or item of a list) is one group, its patterns separated by `|`."""
+  items = file_patterns.split(",") if isinstance(file_patterns, str) else file_patterns
+  return [split_patterns(item) for item in items if item.strip()]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -269,7 +269,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
 
   Args:
     file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
-      With `weights`, each comma-separated item is a group (its patterns separated by `|`).
+      With `weights`, each comma-separated item (or list item) is a group, its patterns
+      separated by `|`.
     vocab_file: WordPiece vocabulary, one token a line (or a `Vocabulary`).
     seq_length, max_predictions_per_seq: padded lengths (docs/design.md#features-and-labels).
     batch_size: examples per batch (per input pipeline).
@@ -300,7 +301,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   config.check()
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
 
-  def stream(files, seed, start_position, with_positions, token_cache=token_cache):
+  def stream(files, seed, start_position, with_positions):
     return _Stream(
         config, example_builder(vocabulary, config),
         _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
