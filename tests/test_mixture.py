@@ -185,18 +185,22 @@ def checkpointed_position(model_dir, step):
 def test_a_run_records_the_mixture_and_resumes_where_it_stood(groups, tmp_path, vocab_file,
                                                               data_dir):
   """A mixed run's checkpoints hold where each group's stream and the choices stood; a re-run
-  goes on from there: its positions are the uninterrupted stream's, batch after batch."""
-  config = config_of(groups, tmp_path, vocab_file, data_dir, eval_fraction=FRACTION)
+  goes on from there: its positions are the uninterrupted stream's, batch after batch. New
+  weights start a new stream; another number of groups is refused."""
+  config = config_of(groups, tmp_path, vocab_file, data_dir)
   trainer.train(config)
   trainer.train(dataclasses.replace(config, train_steps=6))
   _, input_files = groups
   uninterrupted = as_numpy(pretraining_dataset(
       input_files, vocab_file, seq_length=SEQ, max_predictions_per_seq=PREDICTIONS,
-      batch_size=8, weights=WEIGHTS, seed=5, data_dir=data_dir, with_positions=True,
-      holdout=holdout.Holdout(FRACTION, held_out=False), **FAST), 6)
+      batch_size=8, weights=WEIGHTS, seed=5, data_dir=data_dir, with_positions=True, **FAST), 6)
   for step in (2, 4, 6):
     expected = uninterrupted[step - 1][0][stream_position.FEATURE].max(axis=0)
     np.testing.assert_array_equal(checkpointed_position(config.model_dir, step), [expected])
+  # New weights: a new stream, each group from the start of its next epoch, the draws anew.
+  trainer.train(dataclasses.replace(config, input_weights="1,1", train_steps=8))
+  (*keys, draws), = checkpointed_position(config.model_dir, 8)
+  assert [stream_position.decode(key)[0] for key in keys] == [1, 1] and draws == 2 * 8 - 1
   with pytest.raises(UserError, match="a mixture of 2 group.* one corpus: .*new --model_dir"):
     trainer.train(dataclasses.replace(config, input_weights="", train_steps=8))
 
