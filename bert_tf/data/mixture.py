@@ -2,19 +2,18 @@
 its own stream of examples (its own pieces, epochs and NotNext partners), and each example of
 the mixed stream is drawn from group g with probability weight_g / sum(weights).
 
-The choice of example n is a stateless draw keyed on (seed, input pipeline, n), made by
-tf.data's `choose_from_datasets`: the mixed stream restarts at any example in constant time,
-given where each group's stream stood. So a mixed stream's position is a vector per example
-(`positions`): the stream position (`stream_position.py`) of the last example taken from each
-group up to this one (-1: none yet), then the example's number n in the mixed stream. Every
-entry grows along the stream, so the largest over a batch is where the stream stood after it,
-as an unmixed stream's key is.
+The draw of example n is stateless, keyed on (seed, input pipeline, n), and tf.data's
+`choose_from_datasets` takes each example from the group drawn: the mixed stream restarts at
+any example in constant time, given where each group's stream stood. So a mixed stream's
+position (the `stream_position` feature) is a vector per example: the stream position
+(`stream_position.py`) of the last example taken from each group up to this one (-1: none
+yet), then the example's number n in the mixed stream. Every entry grows along the stream, so
+the largest over a batch is where the stream stood after it, as an unmixed stream's key is.
 """
 
 import tensorflow as tf
 
 from bert_tf.data import stream_position
-from bert_tf.errors import UserError
 
 CHOICE_BLOCK = 4096  # choices drawn by one op: a restart draws at most this many
 _CHOOSER = 0x6D6978  # folded into the seed, so that the choices are not another draw's
@@ -28,14 +27,11 @@ def group_seed(seed: int, group: int) -> int:
 
 def starts(start_position, num_groups: int) -> list[int]:
   """Where each group's stream starts, then the number of the mixed stream's first example:
-  from a mixed position (`positions`), or the beginning."""
-  if not isinstance(start_position, (list, tuple)):
-    if start_position != stream_position.BEGINNING:
-      raise ValueError(f"{start_position} is not a position of a mixture of {num_groups}")
+  from a mixed position, or the beginning."""
+  if start_position == stream_position.BEGINNING:
     return [stream_position.BEGINNING] * (num_groups + 1)
-  if len(start_position) != num_groups + 1:
-    raise UserError(f"the data position is of a mixture of {len(start_position) - 1} "
-                    f"group(s), --input_files has {num_groups}: use a new --model_dir")
+  if not isinstance(start_position, (list, tuple)) or len(start_position) != num_groups + 1:
+    raise ValueError(f"{start_position} is not a position of a mixture of {num_groups}")
   return [int(position) for position in start_position]
 
 
@@ -80,6 +76,7 @@ def mixed(group_examples: list[tf.data.Dataset], weights, *, seed: int, shard_in
 
 
 def _with_group(example: tuple, group: int) -> tuple:
+  """The example, its group among the facts of its pair when it carries them."""
   if len(example) < 4:
     return example
   features, labels, weights, facts = example
