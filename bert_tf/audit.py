@@ -3,7 +3,8 @@
 
 Takes `train.py`'s corpus and pipeline flags (or its records flags: `--input_format=tfrecord`);
 prints the first examples as text with the masks visible, then the realised statistics over
-`--num_examples` (or, with `--json`, one JSON object); from records, without the statistics of
+`--num_examples` (or, with `--json`, one JSON object), with the share of each group of a
+mixed corpus (--input_weights); from records, without the statistics of
 the documents the pairs came from, which records do not keep. Notation in the text:
 `[MASK](word)` masked, `{other}(word)` replaced by a random token, `=word=` chosen but kept;
 `|` separates segment A from B.
@@ -66,8 +67,10 @@ def example_text(tokens, features, labels, weights, row) -> str:
 class Statistics:
   """Running totals over audited batches."""
 
-  def __init__(self, mask_id: int):
+  def __init__(self, mask_id: int, groups: list[str] | None = None):
+    """`groups`: the names of a mixed corpus's groups, whose realised shares are counted."""
     self.mask_id = mask_id
+    self.groups = groups
     self.counts = collections.Counter()
     self.documents = set()
     self.with_pairs = True  # until a batch comes without the facts of its pairs
@@ -92,8 +95,11 @@ class Statistics:
     c["not_next_other"] += int(
         (not_next & (facts["document_a"] != facts["document_b"])).sum())
     c["short"] += int(facts["is_short"].sum())
-    for window, a, b in zip(facts["window"], facts["document_a"], facts["document_b"]):
-      self.documents.update({(window, a), (window, b)})
+    groups = facts.get("group", np.zeros_like(facts["window"]))
+    c.update(("group", int(group)) for group in groups)
+    for group, window, a, b in zip(groups, facts["window"], facts["document_a"],
+                                   facts["document_b"]):
+      self.documents.update({(group, window, a), (group, window, b)})
 
   def summary(self) -> dict:
     c = self.counts
@@ -114,6 +120,9 @@ class Statistics:
           "short_sequence_share": c["short"] / max(c["examples"], 1),
           "documents": len(self.documents),
       })
+      if self.groups:
+        summary["group_shares"] = {name: c["group", i] / max(c["examples"], 1)
+                                   for i, name in enumerate(self.groups)}
     return summary
 
 
@@ -128,7 +137,8 @@ def audited_batches(config, vocabulary, batch_size: int):
                            seed=config.seed, **records_options(config))
   return pretraining_dataset(
       config.input_files, vocabulary, batch_size=batch_size, seed=config.seed,
-      data_dir=config.data_dir, with_pairs=True, **pipeline_options(config))
+      data_dir=config.data_dir, with_pairs=True, weights=config.weights(),
+      **pipeline_options(config))
 
 
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
@@ -137,7 +147,10 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
 
   config, vocabulary, _ = prepare(config)
   dataset = audited_batches(config, vocabulary, batch_size)
-  statistics = Statistics(vocabulary.mask_id)
+  from bert_tf.data.data_settings import corpus_groups
+
+  groups = corpus_groups(config.input_files) if config.weights() else None
+  statistics = Statistics(vocabulary.mask_id, ["|".join(group) for group in groups or []])
   texts = []
   for batch in dataset.take(-(-num_examples // batch_size)).as_numpy_iterator():
     features, labels, weights, *facts = batch
@@ -180,6 +193,8 @@ def show(config: AuditConfig) -> None:
     print(text + "\n")
   width = max(len(name) for name in summary)
   for name, value in summary.items():
+    if isinstance(value, dict):  # the groups' shares
+      value = ", ".join(f"{group} {share:.4f}" for group, share in value.items())
     print(f"{name:<{width}}  {value:.4f}" if isinstance(value, float) else
           f"{name:<{width}}  {value}")
 

@@ -51,6 +51,9 @@ class PrepareConfig(TrainConfig):
     if self.input_format == RECORDS:
       raise UserError("bert_tf.prepare writes records from a text corpus: give its "
                       "--input_format (sentence_per_line or paragraph_per_line)")
+    if self.input_weights:
+      raise UserError("bert_tf.prepare writes one corpus's records: --input_weights mixes "
+                      "text corpora while training (train.py)")
     if not self.output:
       raise UserError("--output is required: the directory to write the records to")
     if min(self.dupe_factor, self.num_output_files) <= 0:

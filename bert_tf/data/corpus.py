@@ -8,6 +8,7 @@ next. So memory is bounded by the chunk size and the longest document allowed
 How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
+import contextlib
 import functools
 import logging
 import os
@@ -15,7 +16,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.data import builtin_corpus, pieces
-from bert_tf.data.data_settings import INPUT_FORMATS
+from bert_tf.data.data_settings import INPUT_FORMATS, corpus_groups, split_patterns
 from bert_tf.errors import UserError
 
 log = logging.getLogger("bert_tf")
@@ -55,12 +56,13 @@ _SENTENCE_BREAK = r"([.!?][\"')\]]*)\s+([A-Z0-9\"'(\[])"
 
 
 def list_files(file_patterns, data_dir: str = "data") -> list[str]:
-  """Expands globs and comma lists (local or any `tf.io.gfile` URL) into sorted file names.
+  """Expands globs and comma (or `|`) lists (local or any `tf.io.gfile` URL) into sorted file
+  names.
 
   `builtin` stands for the built-in corpus, written under `data_dir` when first needed.
   """
   if isinstance(file_patterns, str):
-    file_patterns = file_patterns.split(",")
+    file_patterns = split_patterns(file_patterns)
   files = []
   for pattern in (p.strip() for p in file_patterns):
     if not pattern:
@@ -78,6 +80,39 @@ def list_files(file_patterns, data_dir: str = "data") -> list[str]:
   if not files:
     raise UserError("no input files given")
   return sorted(set(files))
+
+
+def list_groups(file_patterns: str, data_dir: str = "data") -> list[list[str]]:
+  """The files of each group of a mixed --input_files value (`corpus_groups`), sorted; a group
+  that matches no file, or a file in two groups, is an error naming them."""
+  groups = []
+  for number, patterns in enumerate(corpus_groups(file_patterns), 1):
+    with about_group(number, file_patterns):
+      groups.append(list_files(patterns, data_dir))
+  seen = {}
+  for number, files in enumerate(groups, 1):
+    for path in files:
+      if seen.setdefault(path, number) != number:
+        raise UserError(f"{path} is in groups {seen[path]} and {number} of --input_files: "
+                        "each file belongs to one group")
+  return groups
+
+
+def training_groups(file_patterns: str, mixed: bool, data_dir: str = "data") -> list[list[str]]:
+  """The files of each group of a mixed corpus (`list_groups`), or one group of them all."""
+  return list_groups(file_patterns, data_dir) if mixed else [list_files(file_patterns, data_dir)]
+
+
+@contextlib.contextmanager
+def about_group(number: int | None, file_patterns: str):
+  """A UserError raised inside names group `number` of `file_patterns` (None: not mixed)."""
+  try:
+    yield
+  except UserError as e:
+    if number is None:
+      raise
+    patterns = "|".join(corpus_groups(file_patterns)[number - 1])
+    raise UserError(f"group {number} of --input_files ({patterns}): {e}") from None
 
 
 def _check_format(input_format: str) -> None:

@@ -1,7 +1,8 @@
 """The data settings: how the corpus's text reads (`TextConfig`), where the corpus is
-(`CorpusConfig`), the vocabulary learned from it (`VocabularyConfig`), how examples are made
-from it (`PipelineConfig`) or read from original BERT's records (`RecordsConfig`), and the
-columns of a labelled task's files (`ColumnsConfig`).
+(`CorpusConfig`), how groups of its files are mixed by weight (`MixtureConfig`), the
+vocabulary learned from it (`VocabularyConfig`), how examples are made from it
+(`PipelineConfig`) or read from original BERT's records (`RecordsConfig`), and the columns of
+a labelled task's files (`ColumnsConfig`).
 
 Each setting is declared here once (see `bert_tf.settings`); `train.py`, `bert_tf.vocab` and
 `bert_tf.audit` take their flags from these classes. No TensorFlow import: a flagfile is read
@@ -49,9 +50,57 @@ class CorpusConfig(DataDirConfig, TextConfig):
   """Where the corpus is."""
 
   input_files: str = setting(
-      "builtin", "Training corpus: globs or a comma list, local paths or any tf.io.gfile URL. "
+      "builtin", "Training corpus: globs or a comma list, local paths or any tf.io.gfile URL "
+      "(`|` separates patterns too: the patterns of one group with --input_weights). "
       "`builtin` is Python's language reference (pydoc_data.topics), written under "
       "--data_dir when first needed.", change=STREAM)
+
+
+def split_patterns(file_patterns: str) -> list[str]:
+  """The patterns of a --input_files value: separated by commas or `|`, blanks dropped."""
+  return [p.strip() for p in file_patterns.replace("|", ",").split(",") if p.strip()]
+
+
+def corpus_groups(file_patterns) -> list[list[str]]:
+  """The groups of a mixed --input_files value (docs/pipeline.md#corpora-mixed-by-weight):
+  each comma-separated item (or item of a list) is one group, its patterns separated by `|`."""
+  items = file_patterns.split(",") if isinstance(file_patterns, str) else file_patterns
+  return [split_patterns(item) for item in items if item.strip()]
+
+
+@dataclasses.dataclass(frozen=True)
+class MixtureConfig(CorpusConfig):
+  """How the corpus's groups of files are mixed: by weight, or not at all."""
+
+  input_weights: str = setting(
+      "", "Mix groups of corpus files by weight, one positive number per comma-separated "
+      "item of --input_files (`--input_files='domain/*.txt,general/*.txt' "
+      "--input_weights=4,1`; the patterns of one group separated by `|`): examples are "
+      "drawn from the groups in that proportion, NotNext partners within each group, and "
+      "--eval_fraction holds out that share of each. Empty: one corpus.", change=STREAM)
+
+  def weights(self) -> tuple[float, ...] | None:
+    """The groups' weights (None: the corpus is not mixed). Raises UserError unless there is
+    one positive number per group of --input_files."""
+    if not self.input_weights.strip():
+      return None
+    try:
+      weights = tuple(float(w) for w in self.input_weights.split(","))
+    except ValueError:
+      raise UserError(f"--input_weights={self.input_weights} is not a comma list of numbers "
+                      "(one per group of --input_files)") from None
+    groups = corpus_groups(self.input_files)
+    if len(weights) != len(groups):
+      raise UserError(f"--input_weights gives {len(weights)} weight(s) for "
+                      f"{len(groups)} group(s) of --input_files (one per comma-separated "
+                      "item; the patterns of one group are separated by `|`)")
+    if not all(0 < w < float("inf") for w in weights):
+      raise UserError(f"--input_weights={self.input_weights}: every weight must be a "
+                      "positive number")
+    return weights
+
+  def check(self) -> None:
+    self.weights()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,14 +10,15 @@ Reproducibility and seeking: every random choice is a stateless op keyed on `see
 epoch, the piece and the window's index in it, so the same seed gives the same batches bit for
 bit, each epoch pairs and masks afresh, and a piece gives the same examples whatever came
 before it. That makes the stream seekable: `start_position` (`stream_position.py`) starts it
-at any example by recomputing at most one piece.
+at any example by recomputing at most one piece. Groups of files mixed by weight each have such
+a stream, and `mixture.py` draws the examples from them.
 """
 
 import functools
 
 import tensorflow as tf
 
-from bert_tf.data import corpus, masking, pairing, stream_position
+from bert_tf.data import corpus, masking, mixture, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.data_settings import PipelineConfig
 from bert_tf.data.prefetching import prefetched
@@ -175,6 +176,18 @@ class _Stream:
     self.first_epoch, self.first_rank, self.first_example = stream_position.decode(
         start_position)
 
+  def examples(self, repeat: bool) -> tf.data.Dataset:
+    """The stream's examples from its start position on: endless epochs, or one."""
+    epochs = (tf.data.Dataset.counter(self.first_epoch) if repeat else
+              tf.data.Dataset.range(self.first_epoch, 1))
+    # The stream's functions are tf ops throughout (loops and branches written as
+    # tf.while_loop and tf.cond), so they are traced as they are, and so are the dataset
+    # functions made inside them: AutoGraph's conversion would only add about a CPU-second of
+    # start-up.
+    as_written = tf.autograph.experimental.do_not_convert
+    return epochs.flat_map(as_written(self.epoch_pieces)).flat_map(
+        as_written(self.piece_examples))
+
   def epoch_pieces(self, epoch: tf.Tensor) -> tf.data.Dataset:
     """(epoch, rank, piece) of one epoch's pieces from the start position on, in an order
     drawn from (seed, epoch)."""
@@ -248,13 +261,16 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         max_predictions_per_seq: int = 20, batch_size: int = 32,
                         seed: int = 0, repeat: bool = True, num_shards: int = 1,
                         shard_index: int = 0, data_dir: str = "data",
-                        start_position: int = stream_position.BEGINNING,
+                        start_position=stream_position.BEGINNING,
                         with_positions: bool = False, with_pairs: bool = False,
-                        holdout=None, token_cache: str = "", **config) -> tf.data.Dataset:
+                        holdout=None, token_cache: str = "", weights=None,
+                        **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
   Args:
     file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
+      With `weights`, each comma-separated item (or list item) is a group, its patterns
+      separated by `|`.
     vocab_file: WordPiece vocabulary, one token a line (or a `Vocabulary`).
     seq_length, max_predictions_per_seq: padded lengths (docs/design.md#features-and-labels).
     batch_size: examples per batch (per input pipeline).
@@ -262,39 +278,51 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.
     num_shards, shard_index: this input pipeline's share, e.g. from `tf.distribute.InputContext`.
     data_dir: where the built-in corpus is written.
-    start_position: the stream position (`stream_position.py`) of the first example; the
-      stream from there is the same as the whole stream's, and costs at most one piece to
-      reach.
+    start_position: the stream position (`stream_position.py`; of a mixture, a list:
+      `mixture.py`) of the first example; the stream from there is the same as the whole
+      stream's, and costs at most one piece (a piece per group) to reach.
     with_positions: add each example's stream position to the features, as `stream_position`
       (the trainer records the last one trained on, to resume there).
     with_pairs: add a fourth element telling how each pair was made (for the audit):
-      `is_next`, `is_short`, and the documents of A and B as (`window`, `document_*`).
+      `is_next`, `is_short`, the documents of A and B as (`window`, `document_*`), and with
+      `weights` the `group`.
     holdout: a `holdout.Holdout`, applied to the documents as they are read: only the
-      held-out ones (evaluation) or only the others (training).
+      held-out ones (evaluation) or only the others (training); of each group alike.
     token_cache: a local directory to cache each piece's tokenized documents in, the first
       time the piece is read to its end, so that later epochs only pair and mask them (the
       same examples; disk, not memory, grows with the corpus). "": tokenize every epoch.
+    weights: one positive number per group of `file_patterns`: the examples are drawn from
+      the groups in that proportion, each group's NotNext partners from the group itself
+      (`mixture.py`). None: one corpus.
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
                           max_predictions_per_seq=max_predictions_per_seq, **config)
   config.check()
-  files = corpus.list_files(file_patterns, data_dir)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
-  stream = _Stream(
-      config, example_builder(vocabulary, config),
-      _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
-      start_position=start_position, holdout=holdout, with_positions=with_positions,
-      with_pairs=with_pairs, token_cache=token_cache)
-  epochs = (tf.data.Dataset.counter(stream.first_epoch) if repeat else
-            tf.data.Dataset.range(stream.first_epoch, 1))
-  # The stream's functions are tf ops throughout (loops and branches written as tf.while_loop
-  # and tf.cond), so they are traced as they are, and so are the dataset functions made
-  # inside them: AutoGraph's conversion would only add about a CPU-second of start-up.
-  as_written = tf.autograph.experimental.do_not_convert
-  examples = epochs.flat_map(as_written(stream.epoch_pieces)).flat_map(
-      as_written(stream.piece_examples))
+
+  def stream(files, seed, start_position, with_positions):
+    return _Stream(
+        config, example_builder(vocabulary, config),
+        _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
+        start_position=start_position, holdout=holdout, with_positions=with_positions,
+        with_pairs=with_pairs, token_cache=token_cache)
+
+  if weights is None:
+    examples = stream(corpus.list_files(file_patterns, data_dir), seed, start_position,
+                      with_positions).examples(repeat)
+  else:
+    if token_cache:
+      raise ValueError("a mixture's pieces are not cached")
+    groups = corpus.list_groups(file_patterns, data_dir)
+    starts = mixture.starts(start_position, len(groups))
+    examples = mixture.mixed(
+        [stream(files, mixture.group_seed(seed, group), start, True).examples(repeat)
+         for group, (files, start) in enumerate(zip(groups, starts))],
+        weights, seed=seed, shard_index=shard_index, start=starts)
+    if not with_positions:
+      examples = examples.map(lambda positions, example: example)
   batches = examples.batch(batch_size, drop_remainder=repeat)
   if with_positions:
-    batches = batches.map(as_written(_keys_into_features))
+    batches = batches.map(tf.autograph.experimental.do_not_convert(_keys_into_features))
   return prefetched(batches)

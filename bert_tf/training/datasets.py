@@ -2,7 +2,8 @@
 `pretraining_dataset` from text or by `records_dataset` from original BERT's records
 (--input_format=tfrecord): the training stream (sharded over input pipelines, resumable), the
 held-out batches (--eval_files, or the --eval_fraction documents or records) and the fresh
-batches the final figures are measured on."""
+batches the final figures are measured on. The training corpus's groups (--input_weights) are
+mixed in all three but --eval_files, which is one corpus."""
 
 import tensorflow as tf
 
@@ -18,15 +19,25 @@ from bert_tf.training.train_settings import TrainConfig
 
 def batches(config: TrainConfig, vocabulary: Vocabulary, file_patterns: str, *,
             batch_size: int, seed: int, held_out: bool = False, **options) -> tf.data.Dataset:
-  """An endless stream of `file_patterns`' batches. With --eval_fraction, of the held-out
-  documents or records (`held_out`) or of all the others."""
+  """An endless stream of `file_patterns`' batches (the training corpus's mixed by
+  --input_weights). With --eval_fraction, of the held-out documents or records (`held_out`)
+  or of all the others, in each group."""
   split = Holdout(config.eval_fraction, held_out) if config.eval_fraction else None
   if config.input_format == RECORDS:
     return records_dataset(file_patterns, vocabulary, batch_size=batch_size, seed=seed,
                            repeat=True, holdout=split, **options, **records_options(config))
+  weights = config.weights() if file_patterns == config.input_files else None
   return pretraining_dataset(
       file_patterns, vocabulary, batch_size=batch_size, seed=seed, repeat=True,
-      data_dir=config.data_dir, holdout=split, **options, **pipeline_options(config))
+      data_dir=config.data_dir, holdout=split, weights=weights, **options,
+      **pipeline_options(config))
+
+
+def position_width(config: TrainConfig) -> int | None:
+  """The length of the training stream's position vector: a mixture's groups and its
+  choices (`mixture.py`); None for one key."""
+  weights = config.weights()
+  return None if weights is None else len(weights) + 1
 
 
 def training_stream(config: TrainConfig, vocabulary: Vocabulary, strategy, data_position):

@@ -77,8 +77,11 @@ def record_shaped(config: TrainConfig, vocabulary: Vocabulary) -> TrainConfig:
 
 def _check_corpus(config: TrainConfig) -> None:
   if config.input_format != RECORDS:
-    corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
-                           config.input_format, needed=2 if config.nsp else 1)
+    mixed = config.weights() is not None
+    for number, files in enumerate(
+        corpus.training_groups(config.input_files, mixed, config.data_dir), 1):
+      with corpus.about_group(number if mixed else None, config.input_files):
+        corpus.check_documents(files, config.input_format, needed=2 if config.nsp else 1)
     evaluation.check_held_out(config)
     return
   if config.input_files == builtin_corpus.NAME:

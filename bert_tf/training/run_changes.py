@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf import files, run_record, settings
@@ -73,10 +74,14 @@ class RunChanges:
     step = checkpointer.step
     positions = record_position if self.reads_records else stream_position
     consumed = data_position.last_consumed.numpy()
-    epoch = max(positions.decode(key)[0] for key in consumed) + 1 if (
-        (consumed >= 0).any() and not self.kind_changed) else 0
-    data_position.last_consumed.assign(
-        tf.fill(consumed.shape, tf.constant(positions.encode(epoch, 0, 0) - 1, tf.int64)))
+    # A mixture's last column counts its choices (`mixture.py`); they start again.
+    keys = consumed if consumed.ndim == 1 else consumed[:, :-1]
+    epoch = max(positions.decode(key)[0] for key in keys.flat if key >= 0) + 1 if (
+        (keys >= 0).any() and not self.kind_changed) else 0
+    restarted = np.full_like(consumed, positions.encode(epoch, 0, 0) - 1)
+    if consumed.ndim == 2:
+      restarted[:, -1] = -1
+    data_position.last_consumed.assign(restarted)
     if self.kind_changed:
       log.info("The input changed between text and records: step %d trains on the %s from "
                "their beginning", step, "records" if self.reads_records else "text")
@@ -97,6 +102,14 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
     raise UserError(f"the model differs from the one {config.model_dir} trained "
                     f"({'; '.join(model_lines)}): its checkpoints cannot go on as another "
                     "model; use a new --model_dir")
+  groups_before = _groups(recorded["train_config"].get("input_weights") or "")
+  groups_now = _groups(config.input_weights)
+  if groups_before != groups_now:
+    raise UserError(
+        f"{config.model_dir} trained on {_described(groups_before)}, this run gives "
+        f"{_described(groups_now)}: its data position cannot go on in the new stream; use a "
+        f"new --model_dir (with --init_checkpoint={config.model_dir} to go on from its "
+        "weights)")
   recorded_corpus = recorded.get("corpus")
   differences = (_corpus_differences(recorded_corpus, corpus_fingerprint(config))
                  if recorded_corpus else [])
@@ -111,6 +124,16 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
   read_records = recorded["train_config"].get("input_format") == RECORDS
   return RunChanges(any(change == settings.STREAM for _, change in differences),
                     reads_records=reads_records, kind_changed=reads_records != read_records)
+
+
+def _groups(input_weights: str) -> int:
+  """The number of groups a run's corpus mixed (its --input_weights), 0 when it was one
+  corpus: the shape of its data position."""
+  return len(input_weights.split(",")) if input_weights.strip() else 0
+
+
+def _described(groups: int) -> str:
+  return f"a mixture of {groups} group(s) of files" if groups else "one corpus"
 
 
 def last_run(model_dir: str) -> dict:

@@ -10,7 +10,13 @@ docs/training.md; the design behind the settings: docs/design.md.
 
 import dataclasses
 
-from bert_tf.data.data_settings import RECORDS, PipelineConfig, RecordsConfig, VocabularyConfig
+from bert_tf.data.data_settings import (
+  RECORDS,
+  MixtureConfig,
+  PipelineConfig,
+  RecordsConfig,
+  VocabularyConfig,
+)
 from bert_tf.errors import UserError
 from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.model.model_settings import ModelConfig
@@ -64,7 +70,7 @@ class ProbeConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionConfig,
-                  ModelConfig, RecordsConfig, PipelineConfig, VocabularyConfig):
+                  ModelConfig, RecordsConfig, PipelineConfig, MixtureConfig, VocabularyConfig):
   """Everything one run needs; field names are `train.py`'s flag names.
 
   The defaults are a small BERT on the built-in corpus in minutes on a laptop, with original
@@ -105,7 +111,8 @@ class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionCo
     """Rejects settings that could only fail or train wrongly, before any file is read: each
     group's own fields (its `check`), this class's, then every check across settings of
     different groups, all of them here."""
-    for group in (PipelineConfig, RecordsConfig, ModelConfig, OptimizerConfig, ProbeConfig):
+    for group in (PipelineConfig, MixtureConfig, RecordsConfig, ModelConfig, OptimizerConfig,
+                  ProbeConfig):
       group.check(self)
     if min(self.checkpoint_every, self.keep_checkpoints, self.log_every, self.eval_steps) <= 0:
       raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
@@ -114,6 +121,8 @@ class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionCo
                                          not self.shuffle_records):
       raise UserError("--remask, --record_compression and --noshuffle_records are for "
                       "records: give --input_format=tfrecord")
+    if self.input_format == RECORDS and self.input_weights:
+      raise UserError("--input_weights mixes text corpora: records are not mixed")
     if self.input_format == RECORDS and not self.nsp:
       raise UserError("--nonsp is not for records: they hold their pairs and labels")
     if self.eval_files and self.eval_fraction:

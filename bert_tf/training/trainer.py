@@ -16,6 +16,7 @@ from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
 from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes, run_files
+from bert_tf.training.datasets import position_width
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 
@@ -35,7 +36,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
                                   accumulation_steps=config.gradient_accumulation_steps):
-      data_position = DataPosition(strategy.num_replicas_in_sync)
+      data_position = DataPosition(strategy.num_replicas_in_sync,
+                                   position_width(config))
       model = compile_for_pretraining(
           pretraining_model(bert_config), optimization.optimizer_for(config),
           data_position=data_position, **_compile_options(config))

@@ -41,9 +41,12 @@ def check_held_out(config) -> None:
   if config.eval_files:
     corpus.check_documents(corpus.list_files(config.eval_files, config.data_dir),
                            config.input_format, needed)
-  if config.eval_fraction:
-    holdout.check_split(corpus.list_files(config.input_files, config.data_dir),
-                        config.input_format, config.eval_fraction, needed)
+  if config.eval_fraction:  # of each group of a mixed corpus
+    mixed = config.weights() is not None
+    for number, files in enumerate(
+        corpus.training_groups(config.input_files, mixed, config.data_dir), 1):
+      with corpus.about_group(number if mixed else None, config.input_files):
+        holdout.check_split(files, config.input_format, config.eval_fraction, needed)
 
 
 def most_frequent_token_accuracy(dataset: tf.data.Dataset, num_batches: int) -> float:
