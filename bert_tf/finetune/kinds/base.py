@@ -14,7 +14,8 @@ A kind declares, as class attributes:
 
 and, without its files (from a fine-tuned model and its `TaskRecord`):
 
-- `head(encoder, num_labels, initializer_range)`: the task model on the encoder;
+- `head(encoder, num_labels, initializer_range)`: the task model on the encoder, the encoder's
+  features (`token_ids`, `segment_ids`, `padding_mask`) in, its logits the one output;
 - `loss()`: what training minimises;
 - `summary(figures)`: the dev figures in one line;
 - `serving(model, task, vocabulary)`: the `Serving` the export saves: a `tf.Module` holding
