@@ -19,7 +19,7 @@ import tensorflow as tf
 from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
 from bert_tf.finetune.data import TextEncoder
-from bert_tf.finetune.export import export_classifier
+from bert_tf.finetune.kinds.classify import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
 from helpers import run, verified

@@ -29,6 +29,7 @@ from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetuned import export_finetuned, load_finetuned, verify_finetuned
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.model import classifier_model
+from bert_tf.finetune.task_record import TaskRecord
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -83,7 +84,8 @@ def exported(vocabulary, config, tmp_path_factory):
   made = {}
 
   def export(name, model, task):
-    made[name] = (model, task, export_task(model, task, vocabulary, str(root / name)))
+    made[name] = (model, task, export_task(model, TaskRecord.from_json(task), vocabulary,
+                                           str(root / name)))
 
   regression = heads.regression_model(encoder(config, 1))
   for pair in (False, True):
@@ -208,7 +210,7 @@ def test_answer_is_the_python_selections_over_all_windows(vocabulary, exported, 
   answers = python_answers(model, vocabulary, task)
   check_answers(out, answers)
   assert out["answer"][0] and out["answer"][1] and out["answer"][2] == ""  # empty context
-  verified(verify_task_export(directory, model, task, vocabulary), "answer")
+  verified(verify_task_export(directory, model, TaskRecord.from_json(task), vocabulary), "answer")
 
 
 def test_answer_v2_says_no_answer_when_the_null_wins(vocabulary, exported, served):
@@ -232,7 +234,7 @@ def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocab
   bias.assign(bias.numpy() + [0.0, 5.0, 0.0])
   with pytest.raises(UserError, match=r"^tag savedmodel export failed verification: its tags "
                      r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
-    verify_task_export(directory, changed, task, vocabulary)
+    verify_task_export(directory, changed, TaskRecord.from_json(task), vocabulary)
 
   spans, task, directory = exported["answer"]
   swapped = heads.span_model(encoder(config, 9))
@@ -242,7 +244,7 @@ def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocab
   with pytest.raises(UserError, match=r"^answer savedmodel export failed verification: its "
                      r"(answer|score) differs from the Keras model's by \S+ \(tolerance "
                      r"1e-04\)$"):
-    verify_task_export(directory, swapped, task, vocabulary)
+    verify_task_export(directory, swapped, TaskRecord.from_json(task), vocabulary)
 
 
 def test_bad_input_is_an_error(served):
@@ -275,7 +277,7 @@ def assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(
   made unimportable) passes; with a wrong layer-norm epsilon it fails in one line."""
   with monkeypatch.context() as context:
     context.setitem(sys.modules, "transformers", None)  # `import transformers` fails
-    line = verify_task_huggingface(hf_dir, model, task, vocabulary)
+    line = verify_task_huggingface(hf_dir, model, TaskRecord.from_json(task), vocabulary)
     assert float(re.search(r"difference (\S+) \(logits", line)[1]) <= 1e-5, line
   config_file = os.path.join(hf_dir, "config.json")
   with open(config_file) as f:
@@ -283,7 +285,7 @@ def assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(
   files.write_json(config_file, {**hf_config, "layer_norm_eps": 1e-3})
   with pytest.raises(UserError, match=rf"^{task['task']} hf export failed verification: its "
                      r"logits differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
-    verify_task_huggingface(hf_dir, model, task, vocabulary)
+    verify_task_huggingface(hf_dir, model, TaskRecord.from_json(task), vocabulary)
   files.write_json(config_file, hf_config)
 
 

@@ -16,10 +16,10 @@ import pytest
 
 import glue_files
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, data, metrics, sweep
+from bert_tf.finetune import FinetuneConfig, data, kinds, metrics, sweep
 from bert_tf.finetune.glue import reading, scoring, table, tasks
 from bert_tf.finetune.glue.__main__ import run_glue
-from bert_tf.finetune.tasks import KINDS, task_kind
+from bert_tf.finetune.tasks import task_kind
 from glue_files import QUESTIONS, SENTENCES, UNACCEPTABLE
 from helpers import ROOT
 
@@ -124,7 +124,7 @@ def test_a_glue_task_is_read_by_its_own_kind(glue_dir):
       model_dir="m", output_dir="o", train_file=os.path.join(sst2, "train.tsv"),
       dev_file=os.path.join(sst2, "dev.tsv"), text_columns="sentence", label_column="label"))
   assert plain.glue is None and list(plain.dev_sets) == [""]
-  assert plain.ranking == KINDS["classify"].ranking == ("dev_accuracy", "dev_macro_f1")
+  assert plain.ranking == kinds.kind("classify").ranking == ("dev_accuracy", "dev_macro_f1")
 
 
 def test_each_task_scored_by_its_own_metric():
@@ -184,7 +184,7 @@ def test_the_epoch_kept_is_the_best_by_the_tasks_own_score(glue_dir, name):
   kind = task_kind(FinetuneConfig(model_dir="m", output_dir="o", glue_task=name,
                                   glue_dir=glue_dir))
   assert max([first, second], key=kind.rank) is second
-  plain = KINDS[task.kind]
+  plain = kinds.kind(task.kind)
   assert max([first, second], key=lambda f: tuple(f[n] for n in plain.ranking)) is first
 
 

@@ -18,10 +18,11 @@ import tensorflow as tf
 from bert_tf.data import builtin_task, builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.finetune import kinds
 from bert_tf.finetune.model import load_pretrained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.training.train_settings import PROBE_FIGURES, TrainConfig
+from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.trainer import train
 from bert_tf.training.watching import probe
 from helpers import one_layer_config
@@ -74,7 +75,7 @@ def test_the_probe_of_each_kind_reads_its_kind_and_returns_its_figures(
                          probe_task=task, probe_steps=2, seq_length=32)
     assert probe.probe_kind(config) == kind
     figures = probe.Probe(config, vocabulary).scores(encoder)
-    figure = PROBE_FIGURES[kind]
+    figure = kinds.kind(kind).probe_figure
     assert set(figures) == {f"probe_{figure}", f"probe_random_{figure}"}, kind
     assert all(-1 <= value <= 1 for value in figures.values()), (kind, figures)
   json_config = TrainConfig(probe_train_file=str(tmp_path / "squad.json"), probe_dev_file="x")

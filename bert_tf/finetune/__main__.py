@@ -26,14 +26,15 @@ def run(config: FinetuneConfig) -> None:
     from bert_tf.finetune import sweep
     sweep.report(sweep.run(config))
     return
-  from bert_tf.finetune.export import SIGNATURES
-  from bert_tf.finetune.tasks import KINDS
+  from bert_tf.finetune.kinds import kind
+  from bert_tf.finetune.output_dir import EXPORT, WEIGHTS_FILE
   from bert_tf.finetune.training import finetune
   results = finetune(config)
-  where = (f"{config.output_dir}/export (signature {SIGNATURES[config.task]})"
-           if config.serving_export else f"{config.output_dir}/model.weights.h5")
+  task_kind = kind(config.task)
+  where = (f"{config.output_dir}/{EXPORT} (signature {task_kind.signature})"
+           if config.serving_export else f"{config.output_dir}/{WEIGHTS_FILE}")
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "
-        f"{KINDS[config.task].summary(results)}. The model is in {where}.")
+        f"{task_kind.summary(results)}. The model is in {where}.")
 
 
 if __name__ == "__main__":

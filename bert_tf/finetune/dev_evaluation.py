@@ -13,7 +13,7 @@ import os
 import keras
 import tensorflow as tf
 
-from bert_tf.finetune.tasks import TaskKind
+from bert_tf.finetune.kinds.base import TaskKind
 
 log = logging.getLogger("bert_tf")
 

@@ -12,9 +12,7 @@ from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.finetune.sweep_settings import SweepConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig
 from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
-
-TASKS = ("classify", "regress", "tag", "answer")
-SEQ_LENGTH, ANSWER_SEQ_LENGTH = 128, 384
+from bert_tf.task_kinds import DEFAULT_SEQ_LENGTH, NAMES, SEQ_LENGTHS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +23,7 @@ class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDi
   task: str = setting(
       "classify", "The task's kind. classify: a label per text or pair (TSV). regress: a number "
       "per text or pair (TSV). tag: a tag per word (CoNLL-style). answer: the answer's span in "
-      "a context (SQuAD v1.1/v2.0 JSON).", choices=TASKS, change=MODEL)
+      "a context (SQuAD v1.1/v2.0 JSON).", choices=NAMES, change=MODEL)
   model_dir: str = setting(
       "", "The encoder: a finished train.py model_dir, an original BERT checkpoint (with "
       "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.",
@@ -45,7 +43,9 @@ class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDi
   batch_size: int = setting(32, "Examples per update, across all replicas.", change=STREAM)
   seq_length: int | None = setting(
       None, f"Tokens per example, [CLS] and [SEP]s included; longer texts are cut, the longer "
-      f"of a pair first. Default {SEQ_LENGTH}, {ANSWER_SEQ_LENGTH} for --task=answer.",
+      f"of a pair first. Default {DEFAULT_SEQ_LENGTH}" + "".join(
+          f", {length} for --task={name}" for name, length in SEQ_LENGTHS.items()
+          if length != DEFAULT_SEQ_LENGTH) + ".",
       change=STREAM)
   warmup_proportion: float = setting(0.1, "Share of the updates over which the learning rate "
                                      "warms up.", change=NOTED)
@@ -73,8 +73,7 @@ class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDi
 
   def __post_init__(self):
     if self.seq_length is None:  # the kind's default: a frozen field set once, here
-      object.__setattr__(self, "seq_length",
-                         ANSWER_SEQ_LENGTH if self.task == "answer" else SEQ_LENGTH)
+      object.__setattr__(self, "seq_length", SEQ_LENGTHS.get(self.task, DEFAULT_SEQ_LENGTH))
 
   def check(self) -> None:
     """Rejects settings that could only fail, before any file is read."""

@@ -1,27 +1,25 @@
 """A fine-tuned model as `python -m bert_tf.finetune` left it in its output_dir: task.json (the
 task's kind and settings), bert_config.json, vocab.txt and model.weights.h5 (the whole task
 model's weights, its head built by `finetune.model` / `finetune.heads`), and its export:
-`savedmodel` (the signature of its task) or `hf` (the transformers class of its task)."""
+`savedmodel` (the signature of its task) or `hf` (the transformers class of its task's kind)."""
 
 import dataclasses
-import json
 import os
 
 import keras
 import tensorflow as tf
 
-from bert_tf import model_dir
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
-from bert_tf.finetune.tasks import KINDS
+from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.output_dir import CONFIG_FILE, TASK_FILE, VOCAB_FILE, WEIGHTS_FILE
+from bert_tf.finetune.task_record import TaskRecord, read_task
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-
-TASK_FILE = "task.json"
 
 
 @dataclasses.dataclass
@@ -29,7 +27,7 @@ class Finetuned:
   model: keras.Model
   config: BertConfig
   vocabulary: Vocabulary
-  task: dict
+  task: TaskRecord
 
 
 def is_finetuned(path: str) -> bool:
@@ -47,15 +45,13 @@ def load_finetuned(path: str) -> Finetuned:
                       "output_dir?")
     return found
 
-  with tf.io.gfile.GFile(file(TASK_FILE)) as f:
-    task = json.load(f)
-  if not isinstance(task, dict) or task.get("task") not in KINDS:
-    raise UserError(f"{os.path.join(path, TASK_FILE)}: 'task' is none of {', '.join(KINDS)}")
-  config = BertConfig.from_json_file(file(model_dir.CONFIG_FILE))
-  vocabulary = Vocabulary(file(model_dir.VOCAB_FILE))
-  model = KINDS[task["task"]].head(pretraining_model(config).get_layer("bert_encoder"),
-                                   len(task["labels"]), config.initializer_range)
-  model.load_weights(file(model_dir.WEIGHTS_FILE))
+  file(TASK_FILE)  # there, else the line above
+  task = read_task(path)
+  config = BertConfig.from_json_file(file(CONFIG_FILE))
+  vocabulary = Vocabulary(file(VOCAB_FILE))
+  model = kind(task.task).head(pretraining_model(config).get_layer("bert_encoder"),
+                               len(task.labels), config.initializer_range)
+  model.load_weights(file(WEIGHTS_FILE))
   return Finetuned(model, config, vocabulary, task)
 
 
@@ -65,8 +61,10 @@ def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> s
   if export_format == "savedmodel":
     return export_task(finetuned.model, finetuned.task, finetuned.vocabulary, output)
   if export_format == "hf":
+    task = finetuned.task
     return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
-                              lower_case=finetuned.task["lower_case"], task=finetuned.task)
+                              lower_case=task.lower_case,
+                              head=kind(task.task).huggingface_head(task))
   raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
 
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from bert_tf.finetune.dev_evaluation import DevEvaluation
 from bert_tf.finetune.epochs import EpochPlan
-from bert_tf.finetune.tasks import TaskKind
+from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.runtime import checkpointing, stopping
 
 

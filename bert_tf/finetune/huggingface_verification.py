@@ -1,10 +1,10 @@
 """A fine-tuned model's Hugging Face export checks itself as the pre-training model's does
 (`export/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids,
-and the transformers class of the task (`interop.huggingface.TASK_CLASSES`), or without
+and the transformers class of the task's kind (its `huggingface_head`), or without
 transformers a numpy forward pass of the weights, gives the Keras task model's head logits on
-the same ids: a classifier's or regressor's logits, a tagger's at every token, a span head's
-start and end logits at every token (before the Keras model's mask of what cannot be an
-answer, which transformers does not apply).
+the same ids (the kind's `head_logits` and `transformers_logits`): a classifier's or
+regressor's logits, a tagger's at every token, a span head's start and end logits at every
+token.
 """
 
 import keras
@@ -24,9 +24,8 @@ from bert_tf.export.verification import (
   transformers_installed,
   verify,
 )
+from bert_tf.finetune.kinds import kind
 from bert_tf.interop import huggingface
-
-SPAN_LOGITS = "start_end"  # the span model's layer of raw [batch, 2, seq] logits
 
 
 class HeadReference:
@@ -34,29 +33,23 @@ class HeadReference:
   task's sequence, and the Keras task model's head logits on each, [tokens, outputs] for the
   kinds with an output per token."""
 
-  def __init__(self, model: keras.Model, task: dict, vocabulary: Vocabulary):
-    self.kind = task["task"]
-    tokenizer = vocabulary.tokenizer(task["lower_case"])
+  def __init__(self, model: keras.Model, task, vocabulary: Vocabulary):
+    tokenizer = vocabulary.tokenizer(task.lower_case)
     self.text_ids = [text_ids(tokenizer, text) for pair in EXAMPLES for text in pair]
-    self.pairs = [pair_ids(vocabulary, a, b, task["seq_length"])
+    self.pairs = [pair_ids(vocabulary, a, b, task.seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
-    if self.kind == "answer":
-      model = keras.Model(model.inputs, model.get_layer(SPAN_LOGITS).output)
-    self.logits = [self._per_token(keras.ops.convert_to_numpy(
-        model(model_inputs(ids, segments), training=False))[0]) for ids, segments in self.pairs]
-
-  def _per_token(self, logits: np.ndarray) -> np.ndarray:
-    return logits.T if self.kind == "answer" else logits  # [2, seq] -> [seq, 2]
+    self.logits = [kind(task.task).head_logits(model, model_inputs(ids, segments))
+                   for ids, segments in self.pairs]
 
   def results(self) -> Results:
     return {"text_ids": self.text_ids, "logits": np.concatenate(self.logits)}
 
 
-def verify_task_huggingface(directory: str, model: keras.Model, task: dict,
+def verify_task_huggingface(directory: str, model: keras.Model, task,
                             vocabulary: Vocabulary) -> str:
   """Checks the Hugging Face directory `interop.huggingface.export_huggingface` wrote from the
-  fine-tuned `model` of `task` (task.json); returns the line saying so, or raises a one-line
-  UserError."""
+  fine-tuned `model` of `task` (the output_dir's `TaskRecord`); returns the line saying so, or
+  raises a one-line UserError."""
   reference = HeadReference(model, task, vocabulary)
   with_transformers = transformers_installed(directory)
   head_logits = transformers_logits if with_transformers else numpy_logits
@@ -65,38 +58,31 @@ def verify_task_huggingface(directory: str, model: keras.Model, task: dict,
     return {"text_ids": huggingface_text_ids(directory, with_transformers),
             "logits": np.concatenate(head_logits(directory, task, reference.pairs))}
 
-  return verify(f"{task['task']} hf", reference.results, loaded, TOLERANCES["hf"])
+  return verify(f"{task.task} hf", reference.results, loaded, TOLERANCES["hf"])
 
 
-def transformers_logits(directory: str, task: dict, pairs: list) -> list[np.ndarray]:
+def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   """The head logits of transformers' class for the task, loaded from `directory`, on each
   (token ids, segment ids) of `pairs`."""
   import torch
   import transformers
 
-  class_name = huggingface.TASK_CLASSES[task["task"]][0]
+  task_kind = kind(task.task)
+  class_name = task_kind.huggingface_head(task).class_name
   model = getattr(transformers, class_name).from_pretrained(directory).eval()
-  logits = []
   with torch.no_grad():
-    for ids, segments in pairs:
-      outputs = model(**torch_inputs(ids, segments))
-      logits.append(np.stack([outputs.start_logits[0].numpy(), outputs.end_logits[0].numpy()],
-                             axis=-1) if task["task"] == "answer" else outputs.logits[0].numpy())
-  return logits
+    return [task_kind.transformers_logits(model(**torch_inputs(ids, segments)))
+            for ids, segments in pairs]
 
 
-def numpy_logits(directory: str, task: dict, pairs: list) -> list[np.ndarray]:
-  """The same logits by `NumpyBert` over the directory's config.json and weights: the
-  classifier on the pooled output (classify, regress), on every token (tag), `qa_outputs` on
-  every token (answer)."""
+def numpy_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
+  """The same logits by `NumpyBert` over the directory's config.json and weights: the head's
+  layer on the pooled output (a head with the pooler) or on every token."""
+  head = kind(task.task).huggingface_head(task)
   config, state = huggingface.read_huggingface(directory)
   bert = NumpyBert(config, state, directory)
   logits = []
   for ids, segments in pairs:
     sequence = bert.encode(ids, segments)
-    if task["task"] in ("classify", "regress"):
-      logits.append(bert.linear(bert.pooled(sequence), "classifier"))
-    else:
-      logits.append(bert.linear(sequence, "qa_outputs" if task["task"] == "answer"
-                                else "classifier"))
+    logits.append(bert.linear(bert.pooled(sequence) if head.pooler else sequence, head.layer))
   return logits

@@ -19,6 +19,7 @@ import tensorflow_text as tf_text
 from bert_tf.data.text_pairs import combined_segments
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
+from bert_tf.finetune.task_record import TaskRecord
 
 _NONE = float("-inf")
 # The score of no span: the float32 that unsorted_segment_max starts from, so that a question
@@ -76,16 +77,16 @@ def _top(logits: tf.Tensor, allowed: tf.Tensor, n: int) -> tf.Tensor:
 class AnswerFinder(tf.Module):
   """Tokenizer + span model + the answer settings of task.json, with the `answer` outputs."""
 
-  def __init__(self, model: keras.Model, vocabulary: Vocabulary, task: dict):
+  def __init__(self, model: keras.Model, vocabulary: Vocabulary, task: TaskRecord):
     super().__init__(name="bert_answer_serving")
     self.model = model
-    self.tokenizer = vocabulary.tokenizer(task["lower_case"])
+    self.tokenizer = vocabulary.tokenizer(task.lower_case)
     self.cls_id, self.sep_id = vocabulary.cls_id, vocabulary.sep_id
-    self.seq_length = task["seq_length"]
-    self.max_query_length, self.doc_stride = task["max_query_length"], task["doc_stride"]
-    self.max_answer_length, self.n_best = task["max_answer_length"], task["n_best_size"]
-    self.allow_no_answer = task["version_2_with_negative"]
-    self.threshold = task["null_score_diff_threshold"]
+    self.seq_length = task.seq_length
+    self.max_query_length, self.doc_stride = task.max_query_length, task.doc_stride
+    self.max_answer_length, self.n_best = task.max_answer_length, task.n_best_size
+    self.allow_no_answer = task.version_2_with_negative
+    self.threshold = task.null_score_diff_threshold
 
   def _logits(self, query: tf.RaggedTensor, context: tf.RaggedTensor, windows: dict):
     """Span logits [windows, 2, seq_length] of every window."""

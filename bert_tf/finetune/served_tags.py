@@ -16,19 +16,20 @@ from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune.tagging import OUTSIDE
+from bert_tf.finetune.task_record import TaskRecord
 
 
 class WordTagger(tf.Module):
   """Tokenizer + tagging model + tag names, with the `tag` outputs."""
 
-  def __init__(self, model: keras.Model, vocabulary: Vocabulary, task: dict):
+  def __init__(self, model: keras.Model, vocabulary: Vocabulary, task: TaskRecord):
     super().__init__(name="bert_tagger_serving")
     self.model = model
-    self.tokenizer = vocabulary.tokenizer(task["lower_case"])
+    self.tokenizer = vocabulary.tokenizer(task.lower_case)
     self.continues_word = tf.constant(vocabulary.continuation_flags())
     self.cls_id, self.sep_id = vocabulary.cls_id, vocabulary.sep_id
-    self.seq_length = task["seq_length"]
-    self.tags = tf.constant(task["labels"])
+    self.seq_length = task.seq_length
+    self.tags = tf.constant(task.labels)
 
   def _predicted(self, ids: tf.RaggedTensor) -> tf.Tensor:
     """ids: [batch, (pieces)] -> the predicted tag id of every position of

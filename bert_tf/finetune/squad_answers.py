@@ -22,6 +22,7 @@ import os
 import numpy as np
 
 from bert_tf import files
+from bert_tf.finetune.output_dir import NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE
 from bert_tf.finetune.squad import SquadFeatures, SquadFile, Window
 
 N_BEST, MAX_ANSWER_LENGTH = 20, 30  # run_squad.py's defaults
@@ -158,7 +159,7 @@ def best_answers(squad: SquadFile, squad_features: SquadFeatures, span_logits: n
 def write_predictions(directory: str, answers: Answers) -> None:
   """predictions.json ({question id: answer text}, what the official evaluation scripts read),
   nbest_predictions.json and, for v2.0, null_odds.json (the script's --na-prob-file)."""
-  files.write_json(os.path.join(directory, "predictions.json"), answers.predictions)
-  files.write_json(os.path.join(directory, "nbest_predictions.json"), answers.nbest)
+  files.write_json(os.path.join(directory, PREDICTIONS_FILE), answers.predictions)
+  files.write_json(os.path.join(directory, NBEST_FILE), answers.nbest)
   if answers.null_score_diff:
-    files.write_json(os.path.join(directory, "null_odds.json"), answers.null_score_diff)
+    files.write_json(os.path.join(directory, NULL_ODDS_FILE), answers.null_score_diff)

@@ -1,5 +1,5 @@
 """`finetune`: one fine-tuning run from a `FinetuneConfig`, usable from a notebook or the
-command line, the same story for every kind of task (`tasks.py`): check the files, take the
+command line, the same story for every kind of task (`kinds/`): check the files, take the
 output_dir (`run_lock`), build the task model under the strategy, go on from the output_dir's
 checkpoint if it has one (`checkpoints.py`, saying what changed since: `rerun.py`), train the
 epochs left with the dev figures after each (`fitting.py`, `dev_evaluation.py`), keep the best
@@ -20,13 +20,22 @@ from bert_tf.finetune.dev_evaluation import DevEvaluation
 from bert_tf.finetune.epochs import EpochPlan
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.finetune.model import Pretrained, compile_task_model, load_pretrained
-from bert_tf.finetune.tasks import TaskKind, task_kind
+from bert_tf.finetune.output_dir import (
+  CONFIG_FILE,
+  EXPORT,
+  LOGS,
+  METRICS_FILE,
+  VOCAB_FILE,
+  WEIGHTS_FILE,
+)
+from bert_tf.finetune.task_record import TaskRecord
+from bert_tf.finetune.tasks import task_kind
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.runtime import preamble, run_lock
 
 log = logging.getLogger("bert_tf")
-WEIGHTS_FILE = "model.weights.h5"
 
 
 def finetune(config: FinetuneConfig) -> dict:
@@ -53,7 +62,7 @@ def finetune(config: FinetuneConfig) -> dict:
              kind.name, len(kind.train),
              f" of {len(kind.labels)} labels ({', '.join(kind.labels)})" if kind.labels else "",
              config.epochs, plan.steps_per_epoch, len(kind.dev))
-    log_dir = os.path.join(config.output_dir, "logs")
+    log_dir = os.path.join(config.output_dir, LOGS)
     evaluation = DevEvaluation(kind, model, log_dir, config.epochs)
     position = fitting.TrainedBatches()
     checkpointer = checkpoints.checkpointer(config, model, rerun.record_of(config, kind.labels),
@@ -76,17 +85,17 @@ def write_output_dir(config: FinetuneConfig, kind: TaskKind, pretrained: Pretrai
                      model: keras.Model, results: dict, best_outputs) -> None:
   """The finished run's files in `config.output_dir` (see the module's docstring)."""
   directory = config.output_dir
-  files.write_json(os.path.join(directory, "metrics.json"), results)
-  task = {"task": kind.name, "labels": list(kind.labels), "pair": kind.pair,
-          "seq_length": config.seq_length, "lower_case": pretrained.lower_case,
-          **kind.task_json()}
-  files.write_json(os.path.join(directory, "task.json"), task)
+  files.write_json(os.path.join(directory, METRICS_FILE), results)
+  task = TaskRecord(task=kind.name, labels=list(kind.labels), pair=kind.pair,
+                    seq_length=config.seq_length, lower_case=pretrained.lower_case,
+                    **kind.task_settings())
+  task.write(directory)
   model.save_weights(os.path.join(directory, WEIGHTS_FILE))
-  pretrained.config.to_json_file(os.path.join(directory, "bert_config.json"))
-  tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, "vocab.txt"),
+  pretrained.config.to_json_file(os.path.join(directory, CONFIG_FILE))
+  tf.io.gfile.copy(pretrained.vocabulary.path, os.path.join(directory, VOCAB_FILE),
                    overwrite=True)
   kind.write_outputs(model, directory, best_outputs)
   if config.serving_export:
-    export = export_task(model, task, pretrained.vocabulary, os.path.join(directory, "export"))
+    export = export_task(model, task, pretrained.vocabulary, os.path.join(directory, EXPORT))
     if not config.skip_verify:
       log.info(verify_task_export(export, model, task, pretrained.vocabulary))

@@ -3,6 +3,7 @@ files) of a pre-trained model as `BertForPreTraining` and of a fine-tuned one as
 transformers uses for its task, and import (for `--init_checkpoint`). Needs no torch: weights
 are read and written with safetensors' numpy API."""
 
+import dataclasses
 import json
 import os
 import re
@@ -48,53 +49,53 @@ def hf_config(config: BertConfig) -> dict:
   }
 
 
-# transformers' class for each fine-tuning task kind, and whether it has the pooler.
-TASK_CLASSES = {"classify": ("BertForSequenceClassification", True),
-                "regress": ("BertForSequenceClassification", True),
-                "tag": ("BertForTokenClassification", False),
-                "answer": ("BertForQuestionAnswering", False)}
+@dataclasses.dataclass(frozen=True)
+class TaskHead:
+  """What the Hugging Face export of a fine-tuned model takes from its task kind
+  (`finetune.kinds`, whose `huggingface_head` makes it)."""
+
+  class_name: str  # transformers' class: `BertForSequenceClassification`, ...
+  layer: str  # the head's dense layer, named alike in both: `classifier`, `qa_outputs`
+  pooler: bool  # whether the class has BERT's pooler (a head on [CLS])
+  config: dict  # config.json's entries beyond the encoder's: labels, problem_type
 
 
-def task_config(config: BertConfig, task: dict) -> dict:
-  """config.json of the transformers class of a fine-tuned model of `task` (task.json)."""
-  values = {**hf_config(config), "architectures": [TASK_CLASSES[task["task"]][0]]}
+def label_names(labels: list[str]) -> dict:
+  """config.json's `id2label` and `label2id` of a head with an output per label."""
+  return {"id2label": {str(i): label for i, label in enumerate(labels)},
+          "label2id": {label: i for i, label in enumerate(labels)}}
+
+
+def task_config(config: BertConfig, head: TaskHead) -> dict:
+  """config.json of the transformers class of a fine-tuned model with `head`."""
+  values = {**hf_config(config), "architectures": [head.class_name], **head.config}
   values.pop("tie_word_embeddings")  # no MLM head to tie
-  if task["task"] == "regress":
-    return {**values, "num_labels": 1, "problem_type": "regression",
-            "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}
-  if task["task"] == "answer":
-    return values
-  labels = task["labels"]
-  values = {**values, "id2label": {str(i): label for i, label in enumerate(labels)},
-            "label2id": {label: i for i, label in enumerate(labels)}}
-  if task["task"] == "classify":
-    values["problem_type"] = "single_label_classification"
   return values
 
 
-def task_state(model: keras.Model, config: BertConfig, task: dict) -> dict:
+def task_state(model: keras.Model, config: BertConfig, head: TaskHead) -> dict:
   """The state of a fine-tuned model (`finetune.model`/`finetune.heads`) under the names of
-  its transformers class: the encoder (and for sequence classes the pooler) under `bert.`, the
-  head (`classifier` or `qa_outputs`, whose row 0 is the start's) as torch's Linear."""
-  state = encoder_state(model, config, pooler=TASK_CLASSES[task["task"]][1])
+  its transformers class: the encoder (and for a head on [CLS] the pooler) under `bert.`, the
+  head's layer (for `qa_outputs`, row 0 is the start's) as torch's Linear."""
+  state = encoder_state(model, config, pooler=head.pooler)
   variables = {v.path: v for v in model.weights}
-  head = "qa_outputs" if task["task"] == "answer" else "classifier"
-  state[f"{head}.weight"] = np.asarray(variables[f"{head}/kernel"].numpy(), np.float32).T
-  state[f"{head}.bias"] = np.asarray(variables[f"{head}/bias"].numpy(), np.float32)
+  state[f"{head.layer}.weight"] = np.asarray(variables[f"{head.layer}/kernel"].numpy(),
+                                             np.float32).T
+  state[f"{head.layer}.bias"] = np.asarray(variables[f"{head.layer}/bias"].numpy(), np.float32)
   return {name: np.ascontiguousarray(value) for name, value in state.items()}
 
 
 def export_huggingface(model: keras.Model, config: BertConfig, vocabulary: Vocabulary,
-                       directory: str, *, lower_case: bool, task: dict | None = None) -> str:
+                       directory: str, *, lower_case: bool, head: TaskHead | None = None) -> str:
   """Writes a directory that `BertTokenizer.from_pretrained` and, for a pre-training model,
-  `BertForPreTraining.from_pretrained` load, or, for a fine-tuned model of `task` (its
-  task.json), the class of `TASK_CLASSES`; atomically (temporary directory, then rename)."""
+  `BertForPreTraining.from_pretrained` load, or, for a fine-tuned model, the class of its
+  kind's `head`; atomically (temporary directory, then rename)."""
   from safetensors.numpy import save
 
-  if task is None:
+  if head is None:
     state, values = model_state(model, config), hf_config(config)
   else:
-    state, values = task_state(model, config, task), task_config(config, task)
+    state, values = task_state(model, config, head), task_config(config, head)
   temporary = files.temporary_directory(directory)
   tf.io.gfile.makedirs(temporary)
   # Serialised in memory and written through tf.io.gfile: any file system, gs:// too.

@@ -22,13 +22,10 @@ from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.model.model_settings import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
+from bert_tf.task_kinds import NAMES
 
 ON_NAN = ("stop", "rollback")
 MAX_ROLLBACKS = 3  # with --on_nan=rollback, before giving up
-# The dev figure the probe reports for each of fine-tuning's task kinds, as `probe_<figure>`
-# and `probe_random_<figure>` (pre-training's settings do not import fine-tuning's).
-PROBE_FIGURES = {"classify": "accuracy", "regress": "pearson", "tag": "entity_f1",
-                 "answer": "f1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +46,7 @@ class ProbeConfig:
   probe_task: str = setting(
       "", "The probe's task kind: classify, regress, tag or answer (as fine-tuning's --task). "
       "Empty: read from --probe_train_file (a built-in task's kind; answer for .json; tag for "
-      "a file whose first line ends in a BIO tag; else classify).", choices=("", *PROBE_FIGURES),
+      "a file whose first line ends in a BIO tag; else classify).", choices=("", *NAMES),
       change=NOTED)
   probe_text_columns: str = setting(
       "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`); "

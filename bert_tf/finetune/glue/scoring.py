@@ -3,7 +3,6 @@ epoch and keeps the epoch with the best task score), and its test predictions in
 GLUE server takes, made by the run's exported SavedModel (`output_dir/export`), the model a
 user serves."""
 
-import json
 import os
 
 import numpy as np
@@ -13,6 +12,9 @@ from bert_tf import files
 from bert_tf.finetune import metrics
 from bert_tf.finetune.glue import tasks
 from bert_tf.finetune.glue.tasks import GlueTask
+from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.output_dir import EXPORT
+from bert_tf.finetune.task_record import read_task
 
 _METRIC = {tasks.ACCURACY: metrics.accuracy, tasks.F1: metrics.positive_f1,
            tasks.MATTHEWS: metrics.matthews_correlation, tasks.PEARSON: metrics.pearson,
@@ -46,14 +48,14 @@ class Predictor:
   (the `classify` signature) or numbers (`score`), as the run's task.json says."""
 
   def __init__(self, output_dir: str):
-    with tf.io.gfile.GFile(os.path.join(output_dir, "task.json")) as f:
-      task = json.load(f)
-    self.kind, self.pair = task["task"], task["pair"]
-    self.model = tf.saved_model.load(os.path.join(output_dir, "export"))
+    task = read_task(output_dir)
+    self.kind, self.pair = task.task, task.pair
+    self.signature = kind(task.task).signature
+    self.model = tf.saved_model.load(os.path.join(output_dir, EXPORT))
 
   def __call__(self, texts: tuple[list[str], ...], batch_size: int = 64) -> list:
     names = ("text_a", "text_b") if self.pair else ("text",)
-    signature = self.model.signatures["score" if self.kind == "regress" else "classify"]
+    signature = self.model.signatures[self.signature]
     predictions = []
     for start in range(0, len(texts[0]), batch_size):
       outputs = signature(**{name: tf.constant(column[start:start + batch_size])

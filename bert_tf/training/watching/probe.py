@@ -25,16 +25,15 @@ from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune import tagging
 from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.finetune.model import Pretrained, compile_task_model
 from bert_tf.finetune.task_files import read_text
-from bert_tf.finetune.tasks import TaskKind, task_kind
-from bert_tf.training.train_settings import PROBE_FIGURES
+from bert_tf.finetune.tasks import task_kind
 
 log = logging.getLogger("bert_tf")
 
 BATCH_SIZE = 32
-MAX_SEQ_LENGTH = 64  # the probe's texts are cut here (or at --seq_length, if shorter)
-ANSWER_SEQ_LENGTH = 128  # a question and its context's window, together
 # Higher than BERT's 5e-5: the probe has a few hundred steps, not epochs; for a small encoder
 # this is its best rate (docs/finetuning.md).
 LEARNING_RATE = 1e-3
@@ -60,13 +59,13 @@ def probe_kind(config) -> str:
 
 def finetune_config(config) -> FinetuneConfig:
   """The probe's task as fine-tuning settings: its files, columns and kind, sequences cut
-  short (question answering's windows at `ANSWER_SEQ_LENGTH`, a third for the question, the
-  next window starting half a window on)."""
-  kind = probe_kind(config)
-  seq_length = min(ANSWER_SEQ_LENGTH if kind == "answer" else MAX_SEQ_LENGTH, config.seq_length)
+  short (at the kind's `probe_seq_length`, or --seq_length if shorter; question answering's
+  windows with a third for the question, the next window starting half a window on)."""
+  name = probe_kind(config)
+  seq_length = min(kind(name).probe_seq_length, config.seq_length)
   query_length = seq_length // 3
   return FinetuneConfig(
-      task=kind, train_file=config.probe_train_file, dev_file=config.probe_dev_file,
+      task=name, train_file=config.probe_train_file, dev_file=config.probe_dev_file,
       text_columns=config.probe_text_columns, label_column=config.probe_label_column,
       data_dir=config.data_dir, seed=config.seed, seq_length=seq_length,
       max_query_length=query_length, doc_stride=max(1, (seq_length - query_length - 3) // 2))
@@ -98,14 +97,14 @@ def own_random_state(seed: int):
 
 class Probe:
   """`probe(model)` -> {"probe_<figure>", "probe_random_<figure>"} for a pre-training model
-  (its `bert_encoder` layer), the figure the task kind's (`PROBE_FIGURES`: accuracy, Pearson,
-  entity F1 or answer F1); the same figures again at the same optimizer step."""
+  (its `bert_encoder` layer), the figure the task kind's (its `probe_figure`: accuracy,
+  Pearson, entity F1 or answer F1); the same figures again at the same optimizer step."""
 
   def __init__(self, config, vocabulary: Vocabulary):
     self.task = _task(config)
     # The features, made once. Encoding reads no weights, only the vocabulary and case.
     self.task.encode(Pretrained(None, None, vocabulary, config.do_lower_case))
-    self.figure = PROBE_FIGURES[self.task.name]
+    self.figure = self.task.probe_figure
     self.steps = config.probe_steps
     self.seed = config.seed
     self.train_batches = self._train_batches()

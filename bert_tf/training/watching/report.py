@@ -4,12 +4,13 @@ import json
 
 import tensorflow as tf
 
-from bert_tf.training.train_settings import PROBE_FIGURES
+RANDOM = "probe_random_"  # the probe's figure on random weights, beside `probe_<figure>`
 
 
 def probe_figure(record: dict) -> str | None:
-  """The figure a record's probe reports (`accuracy`, `f1`, ...), or None without one."""
-  return next((name for name in PROBE_FIGURES.values() if f"probe_{name}" in record), None)
+  """The figure a record's probe reports (its task kind's: `accuracy`, `f1`, ...), or None
+  without one."""
+  return next((name.removeprefix(RANDOM) for name in record if name.startswith(RANDOM)), None)
 
 
 def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> None:

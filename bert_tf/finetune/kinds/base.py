@@ -1,0 +1,192 @@
+"""`TaskKind`: the whole of what a fine-tuning task kind is, declared once, so that a run, its
+export, its checks, its Hugging Face export and the probe tell the same story for every kind
+and a kind that leaves a part out fails `missing_parts` (and the registry) rather than falling
+into another kind's branch. Each kind is a module of this package (`classify.py`, ...) whose
+`KIND` is its subclass; `bert_tf/task_kinds.py` names them.
+
+A kind declares, as class attributes:
+
+- `name`: `--task`'s value, the name of its module, task.json's `task`;
+- `ranking`: the dev figures (metrics.json's names) that order epochs, the first deciding;
+- `probe_figure`: the figure pre-training's probe reports, `dev_<probe_figure>` of `evaluate`;
+- `signature`: the name of its serving SavedModel's signature;
+- `labelled`: whether its model has an output per label (`labels`: classes or tags);
+
+and, without its files (from a fine-tuned model and its `TaskRecord`):
+
+- `head(encoder, num_labels, initializer_range)`: the task model on the encoder, the encoder's
+  features (`token_ids`, `segment_ids`, `padding_mask`) in, its logits the one output;
+- `loss()`: what training minimises;
+- `summary(figures)`: the dev figures in one line;
+- `serving(model, task, vocabulary)`: the `Serving` the export saves: a `tf.Module` holding
+  the model and its tokenizer, the signature's function, its assets;
+- `reference(model, task, vocabulary)`: the export's check (`finetune/verification.py`): the
+  inputs its signature is run on (`.inputs`) and `.compared(outputs, name)`, the (expected,
+  got) results of the Keras model and of the loaded export;
+- `huggingface_head(task)`: the transformers class, head layer and config entries its Hugging
+  Face export has (`interop.huggingface.TaskHead`);
+
+and, made from the `FinetuneConfig` (its files resolved, `train_file` and `dev_file`):
+
+- `read()`: reads and checks its files, a `UserError` for a mistake before anything trains,
+  setting `train` and `dev` (each with a `len`), and `labels` and `pair` where not the
+  defaults (none; single texts);
+- `encode(pretrained)`: its files as the encoder's features, once the vocabulary is known;
+- `train_batches(batch_size, order)`: the training rows an epoch's order names, in batches;
+- `evaluate(model)`: (dev figures under their metrics.json names, what the best epoch writes
+  besides: answer's predictions, else None).
+
+What several kinds share has a default here: `rank`, `train_rows`, `noted` (metrics.json's
+extra entries), `task_settings` (task.json's), `write_outputs` (the output_dir's extra files),
+`head_logits` and `transformers_logits` (the logits the Hugging Face check compares),
+`for_keras` (what `task_model` adds to a Keras model) and `probe_seq_length`.
+"""
+
+import abc
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.data import builtin_tasks
+from bert_tf.finetune.finetune_settings import FinetuneConfig
+
+DEV_BATCH = 64
+# The attributes every kind sets, beside the abstract methods of `TaskKind`.
+ATTRIBUTES = ("name", "ranking", "probe_figure", "signature", "labelled")
+
+
+@dataclasses.dataclass
+class Serving:
+  """What a kind's SavedModel is: `module` (saved, holding the model and its tokenizer),
+  `function` (the signature, a `tf.function` on batches of strings) and `assets` (text files
+  in assets/, {name: lines})."""
+
+  module: tf.Module
+  function: object
+  assets: dict
+
+
+class TaskKind(abc.ABC):
+  """A task kind; see the module's docstring for its parts."""
+
+  labels: list[str] = []
+  pair = False
+  probe_seq_length = 64  # the probe's texts are cut here (or at --seq_length, if shorter)
+
+  def __init__(self, config: FinetuneConfig):
+    self.config = config
+    # A built-in task's name stands for its files (`builtin_tasks`).
+    self.train_file, self.dev_file = (
+        builtin_tasks.resolve(path, config.data_dir, split, self.name)
+        for path, split in ((config.train_file, "train"), (config.dev_file, "dev")))
+    self.read()
+
+  # === Without files ===
+
+  @staticmethod
+  @abc.abstractmethod
+  def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
+    """The task model: features -> the kind's logits."""
+
+  @staticmethod
+  @abc.abstractmethod
+  def loss() -> keras.losses.Loss:
+    """What training minimises, on the head's logits."""
+
+  @staticmethod
+  @abc.abstractmethod
+  def summary(figures: dict) -> str:
+    """`evaluate`'s figures in one line."""
+
+  @classmethod
+  @abc.abstractmethod
+  def serving(cls, model: keras.Model, task, vocabulary) -> Serving:
+    """The SavedModel of `model` for `task` (a `TaskRecord`), on raw text."""
+
+  @classmethod
+  @abc.abstractmethod
+  def reference(cls, model: keras.Model, task, vocabulary):
+    """The export's check: `.inputs` for the signature and `.compared(outputs, name)`."""
+
+  @classmethod
+  @abc.abstractmethod
+  def huggingface_head(cls, task):
+    """`interop.huggingface.TaskHead` of the kind's transformers class for `task`."""
+
+  @staticmethod
+  def head_logits(model: keras.Model, inputs: dict) -> np.ndarray:
+    """The head's logits of one example as the Hugging Face check compares them: [outputs],
+    or [tokens, outputs] for a kind with an output per token."""
+    return keras.ops.convert_to_numpy(model(inputs, training=False))[0]
+
+  @staticmethod
+  def transformers_logits(outputs) -> np.ndarray:
+    """The same logits of transformers' class's `outputs` on one example."""
+    return outputs.logits[0].numpy()
+
+  @classmethod
+  def for_keras(cls, model: keras.Model, vocabulary, *, lower_case: bool,
+                seq_length: int) -> None:
+    """What `tasks.task_model` adds to a compiled model beside its vocabulary and case:
+    nothing, unless the kind says."""
+    return
+
+  # === With files ===
+
+  @abc.abstractmethod
+  def read(self) -> None:
+    """Reads and checks `train_file` and `dev_file`: sets `train`, `dev`, `labels`, `pair`."""
+
+  @abc.abstractmethod
+  def encode(self, pretrained) -> None:
+    """The files as features, by `pretrained`'s vocabulary and case."""
+
+  @abc.abstractmethod
+  def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
+    """The training rows `order` names, in batches of (features, targets)."""
+
+  @abc.abstractmethod
+  def evaluate(self, model: keras.Model) -> tuple[dict, object]:
+    """(the dev figures, what the best epoch writes besides or None)."""
+
+  def rank(self, figures: dict) -> tuple:
+    """An epoch's figures as a key: the epoch kept has the greatest."""
+    return tuple(figures[name] for name in self.ranking)
+
+  @property
+  def train_rows(self) -> int:
+    """The training rows an epoch goes through (a long context is several)."""
+    return len(self.train)
+
+  def noted(self) -> dict:
+    """What metrics.json notes besides the figures."""
+    return {}
+
+  def task_settings(self) -> dict:
+    """task.json's entries of this kind (`TaskRecord`'s fields), beside the common ones."""
+    return {}
+
+  def write_outputs(self, model: keras.Model, directory: str, outputs) -> None:
+    """Writes what this kind adds to the output_dir (nothing, unless the kind says);
+    `outputs` are the best epoch's."""
+    return
+
+
+def missing_parts(kind: type) -> list[str]:
+  """The parts of `TaskKind` that the class `kind` leaves out: an attribute it does not set,
+  an abstract method it does not define."""
+  def left_out(name: str) -> bool:
+    part = getattr(kind, name, None)
+    return part is None or getattr(part, "__isabstractmethod__", False)
+
+  return [name for name in (*ATTRIBUTES, *sorted(TaskKind.__abstractmethods__))
+          if left_out(name)]
+
+
+def without_pooler_training(encoder: keras.Model) -> keras.Model:
+  """`encoder` with its pooler (the dense layer on `[CLS]`) kept as it is: a head on every
+  token does not read it, so it would have no gradient."""
+  encoder.get_layer("pooled_dense").trainable = False
+  return encoder

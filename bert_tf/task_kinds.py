@@ -1,0 +1,16 @@
+"""The names of fine-tuning's task kinds: the registry of kinds, without TensorFlow, so that
+the flags of fine-tuning (`--task`) and of pre-training's probe (`--probe_task`) offer them
+before TensorFlow loads. Each name is a module, `bert_tf/finetune/kinds/<name>.py`, holding
+everything the kind is (`bert_tf.finetune.kinds`); adding a kind is its module and a line
+here."""
+
+DEFAULT_SEQ_LENGTH = 128
+# Each kind's name, and its tokens per example when --seq_length is not given: question
+# answering's windows hold a question and a passage of its context (run_squad.py's 384).
+SEQ_LENGTHS = {
+    "classify": DEFAULT_SEQ_LENGTH,
+    "regress": DEFAULT_SEQ_LENGTH,
+    "tag": DEFAULT_SEQ_LENGTH,
+    "answer": 384,
+}
+NAMES = tuple(SEQ_LENGTHS)

@@ -1,0 +1,122 @@
+"""The registry of task kinds (`bert_tf/task_kinds.py`, `bert_tf/finetune/kinds/`): every kind
+it names is a module with every part of `TaskKind`, and a kind that leaves out any part fails
+the check and the registry, naming the part; the flags offer the registry's names without
+loading TensorFlow; task.json is one typed record, written and read back as it was."""
+
+import dataclasses
+import json
+import os
+import sys
+import types
+
+import pytest
+
+from bert_tf import task_kinds
+from bert_tf.errors import UserError
+from bert_tf.finetune import FinetuneConfig, kinds
+from bert_tf.finetune.kinds.base import ATTRIBUTES, TaskKind, missing_parts
+from bert_tf.finetune.kinds.classify import Classify
+from bert_tf.finetune.task_record import TaskRecord, read_task
+from bert_tf.training.train_settings import TrainConfig
+from helpers import ROOT, run
+
+PARTS = (*ATTRIBUTES, *sorted(TaskKind.__abstractmethods__))
+KINDS_DIR = os.path.join(ROOT, "bert_tf", "finetune", "kinds")
+
+
+def test_the_protocol_has_every_part_a_kind_is():
+  assert set(PARTS) == {
+      "name", "ranking", "probe_figure", "signature", "labelled",  # attributes
+      "head", "loss", "summary", "serving", "reference", "huggingface_head",  # without files
+      "read", "encode", "train_batches", "evaluate"}  # with its files
+
+
+@pytest.mark.parametrize("name", task_kinds.NAMES)
+def test_every_registered_kind_is_a_module_with_every_part(name):
+  kind = kinds.kind(name)
+  assert kind.__module__ == f"bert_tf.finetune.kinds.{name}" and kind.name == name
+  assert issubclass(kind, TaskKind) and missing_parts(kind) == []
+  assert kind.probe_figure in {figure.removeprefix("dev_") for figure in kind.ranking}
+
+
+def test_every_kind_module_is_registered_and_the_kinds_differ():
+  defined = sorted(name.removesuffix(".py") for name in os.listdir(KINDS_DIR)
+                   if name.endswith(".py") and "\nKIND = " in
+                   open(os.path.join(KINDS_DIR, name), encoding="utf-8").read())
+  assert defined == sorted(task_kinds.NAMES)
+  every = kinds.all_kinds().values()
+  assert len({kind.signature for kind in every}) == len(task_kinds.NAMES)
+
+
+def complete_parts() -> dict:
+  """Every part of a kind, taken from classify's."""
+  return {part: getattr(Classify, part) for part in PARTS}
+
+
+def test_a_kind_made_of_every_part_passes():
+  assert missing_parts(type("Complete", (TaskKind,), complete_parts())) == []
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_a_kind_that_leaves_out_a_part_fails_the_check_and_the_registry(part, monkeypatch):
+  parts = {name: value for name, value in complete_parts().items() if name != part}
+  partial = type("Partial", (TaskKind,), {**parts, "name": parts.get("name") and "partial"})
+  assert missing_parts(partial) == [part]
+  if part not in ATTRIBUTES:  # an abstract method left out: Python will not make one either
+    with pytest.raises(TypeError, match=part):
+      partial(FinetuneConfig())
+  # Registered as a kind of its own, the registry refuses it, naming the part.
+  monkeypatch.setattr(kinds, "NAMES", (*task_kinds.NAMES, "partial"))
+  monkeypatch.setitem(sys.modules, "bert_tf.finetune.kinds.partial",
+                      types.SimpleNamespace(KIND=partial))
+  with pytest.raises(TypeError, match=rf"^the task kind partial \(.*\) is incomplete: it has "
+                     rf"no {part}$"):
+    kinds.kind("partial")
+
+
+def test_an_unknown_kind_is_one_line():
+  with pytest.raises(UserError, match=r"^unknown task 'choice': use one of classify, regress, "
+                     r"tag, answer$"):
+    kinds.kind("choice")
+
+
+def test_the_flags_offer_the_registry_s_names_without_tensorflow():
+  choices = {field.name: field.metadata["choices"] for config in (FinetuneConfig, TrainConfig)
+             for field in dataclasses.fields(config)}
+  assert choices["task"] == task_kinds.NAMES
+  assert choices["probe_task"] == ("", *task_kinds.NAMES)
+  assert [FinetuneConfig(task=name).seq_length for name in task_kinds.NAMES] == [
+      128, 128, 128, 384]
+  script = ("import sys\n"
+            "from bert_tf.finetune import kinds\n"
+            "from bert_tf.finetune.finetune_settings import FinetuneConfig\n"
+            "print([m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras')])\n")
+  result = run(["-c", script], timeout=120, fresh=True)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.strip() == "[]"
+
+
+# === task.json ===
+
+
+def test_task_json_is_written_and_read_as_one_record(tmp_path):
+  answer = TaskRecord(task="answer", labels=[], pair=True, seq_length=384, lower_case=True,
+                      max_query_length=64, doc_stride=128, max_answer_length=30,
+                      n_best_size=20, null_score_diff_threshold=0.0,
+                      version_2_with_negative=False)
+  tag = TaskRecord(task="tag", labels=["B-X", "O"], pair=False, seq_length=16,
+                   lower_case=False)
+  for record in (answer, tag):
+    record.write(str(tmp_path))
+    assert read_task(str(tmp_path)) == record
+  with open(tmp_path / "task.json") as f:  # the file of a kind has its kind's fields only
+    assert json.load(f) == {"task": "tag", "labels": ["B-X", "O"], "pair": False,
+                            "seq_length": 16, "lower_case": False}
+
+
+def test_a_task_json_of_no_kind_or_without_a_field_is_one_line():
+  with pytest.raises(UserError, match=r"^task.json: 'task' is none of classify, regress, tag, "
+                     r"answer$"):
+    TaskRecord.from_json({"task": "choice"})
+  with pytest.raises(UserError, match=r"^task.json: a tag task needs pair, seq_length$"):
+    TaskRecord.from_json({"task": "tag", "labels": ["O"], "lower_case": True})
