@@ -84,12 +84,17 @@ def sample_sentences(file_patterns, input_format: str, data_dir: str = "data",
           {"bytes": sum(r.length for r in ranges), "files": file_count})
 
 
-def pieces_of(words: list[str], vocabulary: Vocabulary, lower_case: bool) -> list[list[str]]:
-  """Each word's WordPieces under `vocabulary`."""
+def piece_ids(words: list[str], vocabulary: Vocabulary, lower_case: bool) -> list[list[int]]:
+  """The ids of each word's WordPieces under `vocabulary`."""
   if not words:
     return []
-  ids = vocabulary.tokenizer(lower_case).tokenize(tf.constant(words)).to_list()
-  return [[vocabulary.tokens[i] for i in row] for row in ids]
+  return vocabulary.tokenizer(lower_case).tokenize(tf.constant(words)).to_list()
+
+
+def pieces_of(words: list[str], vocabulary: Vocabulary, lower_case: bool) -> list[list[str]]:
+  """Each word's WordPieces under `vocabulary`."""
+  return [[vocabulary.tokens[i] for i in row]
+          for row in piece_ids(words, vocabulary, lower_case)]
 
 
 def figures(words: WordCounts, vocabulary: Vocabulary, lower_case: bool,
