@@ -59,7 +59,11 @@ def is_held_out(module: str) -> bool:
 
 
 def write_corpus(output: str, num_files: int = 4) -> tuple[str, str]:
-  """Writes `output/train-*.txt` and `output/heldout.txt`; returns their patterns."""
+  """Writes `output/train-*.txt` and `output/heldout.txt` (once: written, they are left as
+they are); returns their patterns."""
+  patterns = os.path.join(output, "train-*.txt"), os.path.join(output, "heldout.txt")
+  if os.path.exists(patterns[1]):
+    return patterns
   os.makedirs(output, exist_ok=True)
   train, held_out = [], []
   for module, path in _modules(sysconfig.get_paths()["stdlib"]):
@@ -69,9 +73,9 @@ def write_corpus(output: str, num_files: int = 4) -> tuple[str, str]:
   for i in range(num_files):
     with open(os.path.join(output, f"train-{i}.txt"), "w", encoding="utf-8") as f:
       f.write("\n".join(train[i::num_files]))
-  with open(os.path.join(output, "heldout.txt"), "w", encoding="utf-8") as f:
+  with open(patterns[1], "w", encoding="utf-8") as f:
     f.write("\n".join(held_out))
-  return os.path.join(output, "train-*.txt"), os.path.join(output, "heldout.txt")
+  return patterns
 
 
 if __name__ == "__main__":

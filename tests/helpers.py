@@ -289,3 +289,26 @@ def randomised_model(config, seed=0, stddev=0.2):
     variable.assign(rng.normal(0, stddev, variable.shape).astype("float32")
                     + (1.0 if variable.path.endswith("gamma") else 0.0))
   return model
+
+
+# A second real corpus, of another domain than the built-in one: the docstrings of a few
+# standard-library modules about mail and the web (benchmarks/docstrings_corpus.py makes the
+# whole library's), about 60 KB, one module a document.
+DOCSTRING_MODULES = ("smtplib.py", "imaplib.py", "http/client.py", "email/message.py",
+                     "mailbox.py")
+
+
+def docstring_corpus(directory) -> str:
+  """Writes the docstrings of DOCSTRING_MODULES as a corpus file in `directory`; its path."""
+  import importlib.util
+  import sysconfig
+  spec = importlib.util.spec_from_file_location(
+      "docstrings_corpus", os.path.join(ROOT, "benchmarks", "docstrings_corpus.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  stdlib = sysconfig.get_paths()["stdlib"]
+  path = os.path.join(str(directory), "docstrings.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join("\n".join(module.module_document(os.path.join(stdlib, name))) + "\n"
+                      for name in DOCSTRING_MODULES))
+  return path
