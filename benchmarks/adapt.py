@@ -56,8 +56,8 @@ def train(args: list[str]) -> None:
   print(f"  ({time.time() - started:.0f} s) train.py {' '.join(args)}", flush=True)
 
 
-def general_model(work_dir: str, given: str) -> str:
-  """The quickstart's model_dir: `given`, or trained in `work_dir` (once)."""
+def general_model(work_dir: str, given: str, steps: int) -> str:
+  """The quickstart's model_dir: `given`, or trained in `work_dir` (once) for `steps`."""
   if given:
     return given
   model_dir = os.path.join(work_dir, "general")
@@ -66,7 +66,7 @@ def general_model(work_dir: str, given: str) -> str:
            f"--model_dir={model_dir}", f"--data_dir={os.path.join(work_dir, 'data')}",
            f"--vocab_file={os.path.join(model_dir, 'general_vocab.txt')}",
            "--probe_train_file=", "--probe_dev_file=", "--eval_every=0", "--noserving_export",
-           "--noverbose"])
+           "--noverbose", f"--train_steps={steps}"])
   return model_dir
 
 
@@ -119,10 +119,12 @@ def main() -> None:
   parser.add_argument("--work_dir", default="runs/adapt")
   parser.add_argument("--general_model_dir", default="",
                       help="A quickstart model_dir to adapt (default: trained in --work_dir).")
-  parser.add_argument("--steps", type=int, default=300)
-  parser.add_argument("--eval_every", type=int, default=100)
+  parser.add_argument("--general_steps", type=int, default=2000,
+                      help="Steps of the general model (the quickstart's: 2000).")
+  parser.add_argument("--steps", type=int, default=200)
+  parser.add_argument("--eval_every", type=int, default=50)
   parser.add_argument("--eval_steps", type=int, default=20)
-  parser.add_argument("--warmup_steps", type=int, default=30)
+  parser.add_argument("--warmup_steps", type=int, default=20)
   parser.add_argument("--add_vocabulary", type=int, default=1000)
   parser.add_argument("--seeds", default="0,1")
   parser.add_argument("--contenders", default=",".join(CONTENDERS),
@@ -141,7 +143,7 @@ def main() -> None:
                    check=True, capture_output=True, cwd=ROOT,
                    env={**os.environ, "PYTHONPATH": ROOT})
   chosen = args.contenders.split(",")
-  general = (general_model(args.work_dir, args.general_model_dir)
+  general = (general_model(args.work_dir, args.general_model_dir, args.general_steps)
              if set(chosen) - {"scratch"} else "")
   for seed in seeds:
     for name in chosen:
