@@ -13,7 +13,8 @@ same number of steps on the domain with the same recipe, over several seeds:
 Printed: held-out MLM accuracy and loss at each evaluation (mean and spread over the seeds),
 and the WordPieces per word of the held-out text under each vocabulary.
 
-    python benchmarks/adapt.py --work_dir=runs/adapt --steps=1000 --eval_every=250 --seeds=0,1
+    python benchmarks/adapt.py --work_dir=runs/adapt                  # docs/measured.md
+    python benchmarks/adapt.py --general_model_dir=runs/quickstart   # an existing general model
 
 The accuracies are per predicted WordPiece of each contender's own tokenization: a grown or
 domain vocabulary cuts the text into fewer, rarer pieces, so its predictions are of harder
