@@ -12,6 +12,7 @@ from bert_tf.data import vocabulary_fit
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 from bert_tf.data.vocabulary_growth import grown_tokens, new_tokens
 from bert_tf.errors import UserError
+from bert_tf.export import verification
 from bert_tf.interop import grown_embeddings
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.source import open_source
@@ -157,6 +158,17 @@ def test_the_grown_words_are_whole_words_to_every_tokenizer(published, domain, t
   assert [theirs(s, add_special_tokens=False)["input_ids"] for s in sentences] == ours
   added = set(new_tokens(base, grown))
   assert len(added & {i for row in ours for i in row}) > ADDED // 2
+  # The exports' verification tokenizes every whole word of the vocabulary the same way: it
+  # would catch a vocab.txt whose grown words moved.
+  words = verification.word_texts(grown)
+  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) == [
+      verification.text_ids(grown.tokenizer(True), text) for text in words]
+  first, last = len(base), len(grown) - 1  # two appended words swapped
+  lines = open(tmp_path / "hf" / "vocab.txt", encoding="utf-8").read().splitlines()
+  lines[first], lines[last] = lines[last], lines[first]
+  (tmp_path / "hf" / "vocab.txt").write_text("".join(line + "\n" for line in lines))
+  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) != [
+      verification.text_ids(grown.tokenizer(True), text) for text in words]
 
 
 def test_settings_that_cannot_grow_are_one_line():
