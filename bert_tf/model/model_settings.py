@@ -36,7 +36,7 @@ class ModelConfig:
       0, "Grow the --init_checkpoint's vocabulary with the N most frequent corpus words it cuts "
       "into pieces (seen at least --min_token_count times): into its [unusedK] slots first, "
       "then appended; each new embedding starts as the mean of its pieces'. The grown "
-      "vocabulary is the model_dir's vocab.txt; the optimizer starts afresh.", change=NOTED)
+      "vocabulary is the model_dir's vocab.txt; the optimizer starts afresh.", change=MODEL)
   mlm_loss_weight: float = setting(1.0, "Weight of the MLM loss.", change=NOTED)
   nsp_loss_weight: float = setting(1.0, "Weight of the NSP loss.", change=NOTED)
   mlm_loss_reduction: str = setting(
