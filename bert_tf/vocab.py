@@ -1,14 +1,35 @@
 """Builds a WordPiece vocabulary from a corpus: `python -m bert_tf.vocab` (the learning itself:
-`bert_tf.data.vocabulary_learner`)."""
+`bert_tf.data.vocabulary_learner`); with `--report`, says how well an existing vocabulary fits
+the corpus beside one of the same size learned from it (`bert_tf.data.vocabulary_fit`)."""
 
+import dataclasses
+import json
+import os
 import sys
+import tempfile
 
 from bert_tf import console
 
 if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
   console.start(sys.argv)
+from bert_tf.data import vocabulary_fit  # noqa: E402
 from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
+from bert_tf.data.tokenization import Vocabulary  # noqa: E402
 from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
+from bert_tf.settings import setting  # noqa: E402
+
+LEARNED = "learned from the corpus"
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabCommandConfig(VocabularyConfig):
+  """What `python -m bert_tf.vocab` does: learn --vocab_file, or report on it."""
+
+  report: bool = setting(
+      False, "Do not learn: report how well the existing --vocab_file fits a sample of the "
+      "corpus (WordPieces per word, words cut into 2 and 3+ pieces, [UNK] words, the most "
+      "frequent words cut), beside a vocabulary of its size learned from the corpus.")
+  json: bool = setting(False, "With --report: print the figures as one JSON object.")
 
 
 def build(config: VocabularyConfig) -> None:
@@ -19,5 +40,37 @@ def build(config: VocabularyConfig) -> None:
   print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 
+def report(config: VocabularyConfig) -> dict:
+  """The fit of --vocab_file and of a vocabulary of its size learned from the corpus."""
+  vocabulary = Vocabulary(config.vocab_file)
+  sentences, sample = vocabulary_fit.sample_sentences(config.input_files, config.input_format,
+                                                      config.data_dir)
+  with tempfile.TemporaryDirectory() as directory:
+    learned = build_vocabulary(
+        config.input_files, os.path.join(directory, "vocab.txt"), vocab_size=len(vocabulary),
+        lower_case=config.do_lower_case, input_format=config.input_format,
+        min_token_count=config.min_token_count, data_dir=config.data_dir)
+    columns = {name: vocabulary_fit.figures(
+                   vocabulary_fit.count_words(sentences, v, config.do_lower_case), v,
+                   config.do_lower_case)
+               for name, v in ((config.vocab_file, vocabulary), (LEARNED, learned))}
+  columns[LEARNED]["vocab_file"] = None  # a temporary file, gone
+  return {"input_files": config.input_files, "sample": sample, "vocabularies": columns}
+
+
+def main(config: VocabCommandConfig) -> None:
+  if not config.report:
+    build(config)
+    return
+  result = report(config)
+  if config.json:
+    print(json.dumps(result))
+    return
+  sample = result["sample"]
+  print(f"Vocabulary fit on {sample['bytes'] / 1e6:.1f} MB of {sample['files']} files of "
+        f"{config.input_files}:")
+  print(vocabulary_fit.table(list(result["vocabularies"].items())))
+
+
 if __name__ == "__main__":
-  console.run_command(VocabularyConfig, build)
+  console.run_command(VocabCommandConfig, main)

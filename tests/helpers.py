@@ -334,3 +334,26 @@ def original_spec(max_seq_length, max_predictions_per_seq):
       "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
       "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
   }
+
+
+# A second real corpus, of another domain than the built-in one: the docstrings of a few
+# standard-library modules about mail and the web (benchmarks/docstrings_corpus.py makes the
+# whole library's), about 60 KB, one module a document.
+DOCSTRING_MODULES = ("smtplib.py", "imaplib.py", "http/client.py", "email/message.py",
+                     "mailbox.py")
+
+
+def docstring_corpus(directory) -> str:
+  """Writes the docstrings of DOCSTRING_MODULES as a corpus file in `directory`; its path."""
+  import importlib.util
+  import sysconfig
+  spec = importlib.util.spec_from_file_location(
+      "docstrings_corpus", os.path.join(ROOT, "benchmarks", "docstrings_corpus.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  stdlib = sysconfig.get_paths()["stdlib"]
+  path = os.path.join(str(directory), "docstrings.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join("\n".join(module.module_document(os.path.join(stdlib, name))) + "\n"
+                      for name in DOCSTRING_MODULES))
+  return path

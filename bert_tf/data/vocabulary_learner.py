@@ -13,8 +13,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.data import corpus, pieces
-from bert_tf.data.data_settings import PIECE_BYTES
+from bert_tf.data import corpus_sample
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 
@@ -29,12 +28,6 @@ log = logging.getLogger("bert_tf")
 SAMPLE_BYTES = 64 << 20
 
 
-def _sentences(sample: list[list[pieces.FileRange]], input_format: str) -> tf.data.Dataset:
-  """Batches of the sample's sentences: what the learner is fed, read as the pipeline reads."""
-  ranges = [r for piece in sample for r in piece]
-  return corpus.read_ranges(ranges, input_format).unbatch().batch(1024)
-
-
 def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
                      lower_case: bool = True, input_format: str = "sentence_per_line",
                      min_token_count: int = 2, data_dir: str = "data") -> Vocabulary:
@@ -45,16 +38,13 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   """
   from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
-  paths = corpus.list_files(file_patterns, data_dir)
-  # Pieces of at most 1/16 of the sample, so that it is spread over at least 16 places.
-  planned = pieces.plan_pieces(paths, piece_bytes=min(PIECE_BYTES, SAMPLE_BYTES // 16))
-  sample = pieces.sample_pieces(planned, SAMPLE_BYTES)
+  ranges, file_count = corpus_sample.sample_ranges(file_patterns, SAMPLE_BYTES, data_dir)
   log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
-           vocab_size, sum(r.length for p in sample for r in p) / 1e6, len(paths))
+           vocab_size, sum(r.length for r in ranges) / 1e6, file_count)
   # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
   tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
-      _sentences(sample, input_format).map(BertNormalizer(lower_case).normalize), vocab_size,
-      list(REQUIRED_TOKENS), bert_tokenizer_params={"lower_case": False},
+      corpus_sample.sentences(ranges, input_format).map(BertNormalizer(lower_case).normalize),
+      vocab_size, list(REQUIRED_TOKENS), bert_tokenizer_params={"lower_case": False},
       learn_params={"lower_thresh": min_token_count})
   directory = os.path.dirname(vocab_file)
   if directory:

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Callable, Sequence
 
 import keras
@@ -45,6 +46,11 @@ EXAMPLES = (
 # Texts with a [MASK] for the MLM head (the SavedModel's fill_mask).
 MASKED = ("The [MASK] statement is used for conditional execution.",
           "Café [MASK] 北京 1984.")
+
+# The vocabulary's own whole words are tokenized too, this many to a text, so that every word
+# of it (a grown vocabulary's new ones included: `--add_vocabulary`) is shown to give the same
+# ids through the export's tokenizer.
+WORDS_PER_TEXT = 100
 
 # Largest difference allowed between an export's outputs and the Keras model's. Each output's
 # difference is its largest absolute one, divided by the output's largest magnitude when that
@@ -131,6 +137,7 @@ class KerasReference:
     self.pairs = [pair_ids(vocabulary, a, b, seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
     self.masked = [self._masked(tokenizer, text) for text in MASKED]
+    self.word_ids = [text_ids(tokenizer, text) for text in word_texts(vocabulary)]
 
   def _masked(self, tokenizer: BertTokenizer, text: str) -> list[int]:
     """[CLS] left [MASK] right [SEP], as fill_mask tokenizes a text with one [MASK]."""
@@ -158,6 +165,7 @@ class KerasReference:
     return {
         "token_ids": [ids for ids, _ in self.pairs],
         "text_ids": self.text_ids,
+        "word_ids": self.word_ids,
         "pooled_output": np.stack(pooled[:count]),
         "sequence_output": np.concatenate(sequence[:count]),
         "nsp_logits": np.stack(nsp[:count]),
@@ -165,6 +173,16 @@ class KerasReference:
         "mlm_logits": np.concatenate(mlm[:count]),
         "fill_mask": softmax(masked_logits).max(axis=-1),  # the top prediction's probability
     }
+
+
+def word_texts(vocabulary: Vocabulary) -> list[str]:
+  """The vocabulary's whole-word tokens, WORDS_PER_TEXT to a text: those of letters and digits
+  that NFKC and case folding leave as lower-casing does (where the tokenizers of keras-hub and
+  transformers are known to depart from original BERT's, docs/serving.md, an export would
+  fail for what it cannot change)."""
+  words = [t for t in vocabulary.tokens if t.isalnum() and t.casefold() == t.lower()
+           and unicodedata.normalize("NFKC", t) == t]
+  return [" ".join(words[i:i + WORDS_PER_TEXT]) for i in range(0, len(words), WORDS_PER_TEXT)]
 
 
 def text_ids(tokenizer: BertTokenizer, text: str) -> list[int]:
@@ -276,13 +294,13 @@ def transformers_installed(directory: str) -> bool:
   return True
 
 
-def huggingface_text_ids(directory: str, with_transformers: bool) -> list[list[int]]:
-  """The ids of each text of EXAMPLES by the Hugging Face directory's tokenizer: transformers'
+def huggingface_text_ids(directory: str, texts: list[str],
+                         with_transformers: bool) -> list[list[int]]:
+  """The ids of each text by the Hugging Face directory's tokenizer: transformers'
   `BertTokenizer`, or without it the pre-training tokenizer over the directory's vocab.txt,
   cased as its tokenizer_config.json says. Each text alone: transformers' longest_first
   truncation parts a pair otherwise than original BERT on a tie, so outputs are compared on the
   reference's truncated pairs."""
-  texts = [text for pair in EXAMPLES for text in pair]
   if with_transformers:
     import transformers
 
@@ -301,7 +319,10 @@ def huggingface_results(directory: str, reference: KerasReference) -> Results:
   with_transformers = transformers_installed(directory)
   outputs = (transformers_results if with_transformers else numpy_huggingface_results)(
       directory, reference)
-  return {"text_ids": huggingface_text_ids(directory, with_transformers), **outputs}
+  texts = [text for pair in EXAMPLES for text in pair]
+  words = word_texts(reference.vocabulary)
+  return {"text_ids": huggingface_text_ids(directory, texts, with_transformers),
+          "word_ids": huggingface_text_ids(directory, words, with_transformers), **outputs}
 
 
 def transformers_results(directory: str, reference: KerasReference) -> Results:
@@ -356,10 +377,11 @@ def keras_hub_results(directory: str, reference: KerasReference) -> Results:
   tokenizer = keras_hub.models.BertTokenizer.from_preset(directory)
   backbone = keras_hub.models.BertBackbone.from_preset(directory)
   text_ids = [np.asarray(tokenizer(text)).tolist() for pair in EXAMPLES for text in pair]
+  word_ids = [np.asarray(tokenizer(text)).tolist() for text in word_texts(reference.vocabulary)]
   pooled, sequence = [], []
   for ids, segments in reference.pairs:
     encoded = backbone(model_inputs(ids, segments), training=False)
     pooled.append(keras.ops.convert_to_numpy(encoded["pooled_output"])[0])
     sequence.append(keras.ops.convert_to_numpy(encoded["sequence_output"])[0])
-  return {"text_ids": text_ids, "pooled_output": np.stack(pooled),
+  return {"text_ids": text_ids, "word_ids": word_ids, "pooled_output": np.stack(pooled),
           "sequence_output": np.concatenate(sequence)}

@@ -1,10 +1,10 @@
 """A fine-tuned model's Hugging Face export checks itself as the pre-training model's does
-(`export/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids,
-and the transformers class of the task's kind (its `huggingface_head`), or without
-transformers a numpy forward pass of the weights, gives the Keras task model's head logits on
-the same ids (the kind's `head_logits` and `transformers_logits`): a classifier's or
-regressor's logits, a tagger's at every token, a span head's start and end logits at every
-token.
+(`export/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids
+(on the examples and on the vocabulary's own words), and the transformers class of the task's
+kind (its `huggingface_head`), or without transformers a numpy forward pass of the weights,
+gives the Keras task model's head logits on the same ids (the kind's `head_logits` and
+`transformers_logits`): a classifier's or regressor's logits, a tagger's at every token, a span
+head's start and end logits at every token.
 """
 
 import keras
@@ -23,6 +23,7 @@ from bert_tf.export.verification import (
   torch_inputs,
   transformers_installed,
   verify,
+  word_texts,
 )
 from bert_tf.finetune.kinds import kind
 from bert_tf.interop import huggingface
@@ -36,13 +37,16 @@ class HeadReference:
   def __init__(self, model: keras.Model, task, vocabulary: Vocabulary):
     tokenizer = vocabulary.tokenizer(task.lower_case)
     self.text_ids = [text_ids(tokenizer, text) for pair in EXAMPLES for text in pair]
+    self.words = word_texts(vocabulary)
+    self.word_ids = [text_ids(tokenizer, text) for text in self.words]
     self.pairs = [pair_ids(vocabulary, a, b, task.seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
     self.logits = [kind(task.task).head_logits(model, model_inputs(ids, segments))
                    for ids, segments in self.pairs]
 
   def results(self) -> Results:
-    return {"text_ids": self.text_ids, "logits": np.concatenate(self.logits)}
+    return {"text_ids": self.text_ids, "word_ids": self.word_ids,
+            "logits": np.concatenate(self.logits)}
 
 
 def verify_task_huggingface(directory: str, model: keras.Model, task,
@@ -55,7 +59,9 @@ def verify_task_huggingface(directory: str, model: keras.Model, task,
   head_logits = transformers_logits if with_transformers else numpy_logits
 
   def loaded() -> Results:
-    return {"text_ids": huggingface_text_ids(directory, with_transformers),
+    texts = [text for pair in EXAMPLES for text in pair]
+    return {"text_ids": huggingface_text_ids(directory, texts, with_transformers),
+            "word_ids": huggingface_text_ids(directory, reference.words, with_transformers),
             "logits": np.concatenate(head_logits(directory, task, reference.pairs))}
 
   return verify(f"{task.task} hf", reference.results, loaded, TOLERANCES["hf"])

@@ -27,6 +27,16 @@ class ModelConfig:
       "too: phase 2 after phase 1), an original BERT checkpoint (bert_model.ckpt prefix or its "
       "directory, with bert_config.json) or a Hugging Face BertForPreTraining directory. Must "
       "match --config.", change=NOTED)
+  init_weights_only: bool = setting(
+      False, "From a bert_tf --init_checkpoint run, take its final weights alone: the "
+      "optimizer, the step and the learning-rate schedule start afresh, with their own warm-up "
+      "(continued pre-training on another corpus), as from a published checkpoint.",
+      change=NOTED)
+  add_vocabulary: int = setting(
+      0, "Grow the --init_checkpoint's vocabulary with the N most frequent corpus words it cuts "
+      "into pieces (seen at least --min_token_count times): into its [unusedK] slots first, "
+      "then appended; each new embedding starts as the mean of its pieces'. The grown "
+      "vocabulary is the model_dir's vocab.txt; the optimizer starts afresh.", change=MODEL)
   mlm_loss_weight: float = setting(1.0, "Weight of the MLM loss.", change=NOTED)
   nsp_loss_weight: float = setting(1.0, "Weight of the NSP loss.", change=NOTED)
   mlm_loss_reduction: str = setting(
@@ -34,6 +44,14 @@ class ModelConfig:
       choices=MLM_LOSS_REDUCTIONS, change=NOTED)
 
   def check(self) -> None:
-    """Rejects a dropout rate outside [0, 1)."""
+    """Rejects a dropout rate outside [0, 1), and a way to start from weights without
+    --init_checkpoint."""
     if self.dropout is not None and not 0 <= self.dropout < 1:
       raise UserError(f"dropout {self.dropout} is not in [0, 1)")
+    if self.add_vocabulary < 0:
+      raise UserError(f"add_vocabulary {self.add_vocabulary} is negative: give the number of "
+                      "words to add")
+    for name in ("add_vocabulary", "init_weights_only"):
+      if getattr(self, name) and not self.init_checkpoint:
+        raise UserError(f"--{name} needs --init_checkpoint: the model whose weights the run "
+                        "starts from")

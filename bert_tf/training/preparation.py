@@ -18,6 +18,7 @@ from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.model.bert_config import BertConfig, resolve_config
 from bert_tf.runtime import failures
+from bert_tf.training.grown_vocabulary import run_vocabulary
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, probe
 
@@ -94,8 +95,8 @@ def _check_corpus(config: TrainConfig) -> None:
 
 def prepare(config: TrainConfig) -> tuple[TrainConfig, Vocabulary, BertConfig]:
   """Checks every input; returns the settings (with the records' shape when the input is
-  records), the vocabulary (built first when `vocab_file` does not exist yet) and the
-  model's shape."""
+  records), the vocabulary (built first when `vocab_file` does not exist yet; grown by
+  --add_vocabulary) and the model's shape."""
   config.check()
   _check_corpus(config)
   probe.check_probe(config)
@@ -111,4 +112,5 @@ def prepare(config: TrainConfig) -> tuple[TrainConfig, Vocabulary, BertConfig]:
   bert_config = model_shape(config, vocabulary)
   init_checkpoint.check(config.init_checkpoint, bert_config, config.vocab_file)
   init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
-  return config, vocabulary, bert_config
+  vocabulary = run_vocabulary(config, vocabulary)
+  return config, vocabulary, bert_config.replace(vocab_size=len(vocabulary))

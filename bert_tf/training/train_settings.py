@@ -120,6 +120,9 @@ class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionCo
                       "records: give --input_format=tfrecord")
     if self.input_format == RECORDS and self.input_weights:
       raise UserError("--input_weights mixes text corpora: records are not mixed")
+    if self.input_format == RECORDS and self.add_vocabulary:
+      raise UserError("--add_vocabulary is not for records: they hold the ids of the vocabulary "
+                      "they were made with")
     if self.input_format == RECORDS and not self.nsp:
       raise UserError("--nonsp is not for records: they hold their pairs and labels")
     if self.eval_files and self.eval_fraction:

@@ -45,7 +45,8 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           os.path.join(config.model_dir, CHECKPOINTS), model, model.optimizer,
           keep=config.keep_checkpoints, data_position=data_position.last_consumed,
           record=run_files.run_record_of(config, bert_config, vocabulary))
-      initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
+      initialisation.restore_or_initialise(checkpointer, model, bert_config, vocabulary, config,
+                                           strategy)
       changes.restart_stream(data_position, checkpointer)
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
     monitor = RunMonitor(config, vocabulary, bert_config)
