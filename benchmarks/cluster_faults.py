@@ -54,6 +54,15 @@ def free_ports(count: int) -> list:
   return ports
 
 
+def answers(address: str) -> bool:
+  host, port = address.rsplit(":", 1)
+  try:
+    socket.create_connection((host, int(port)), timeout=2).close()
+    return True
+  except OSError:
+    return False
+
+
 def tf_config(addresses: list, index: int) -> str:
   return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
 
@@ -136,7 +145,8 @@ def description_faults(runs: Runs, work_dir: str) -> list:
                      ok=statuses == [2] and expected in lines[0]))
   # Two workers with index 0: the second finds the port taken while the first waits for worker 1.
   first = runs.start(model_dir, tf_config(addresses, 0))
-  time.sleep(20)  # the first is past its start-up, listening
+  while first.poll() is None and not answers(addresses[0]):  # the first is listening
+    time.sleep(0.1)
   started = time.monotonic()
   seconds, statuses, lines = last_lines(wait_all(
       [runs.start(model_dir + "-2", tf_config(addresses, 0))], started, 120))
@@ -203,27 +213,31 @@ def main(argv=None) -> int:
   work_dir = args.work_dir or tempfile.mkdtemp(prefix="cluster_faults-")
   data_dir, vocab_file = prepare(work_dir, args.vocab_file)
   runs = Runs(data_dir, vocab_file, args.cluster_timeout)
-  rows = description_faults(runs, work_dir)
+  print(HEADER, flush=True)
+  rows = []
+  for row in description_faults(runs, work_dir):
+    rows.append(row)
+    print(line_of(row), flush=True)
   for fault in ("kill -9", "SIGSTOP"):
     for victim in (1, 0):
       rows.append(lost_worker(runs, work_dir, fault, victim))
-  print(report(rows))
+      print(line_of(rows[-1]), flush=True)
   return 0 if all(row["ok"] for row in rows) else 1
 
 
-def report(rows: list) -> str:
-  out = ["| fault | s until every worker stopped | exit statuses | message (worker 0; worker 1) "
-         "| re-run resumed from (its s to finish 4 steps) |", "|---|---|---|---|---|"]
-  for row in rows:
-    seconds = f"{row['seconds']:.1f}"
-    if row.get("victim_seconds") is not None:
-      seconds += f" (the stopped one: {row['victim_seconds']:.1f} after SIGCONT)"
-    resumed = (f"step {row['resumed']} ({row['rerun_seconds']:.0f} s)" if row.get("resumed")
-               is not None else ("failed" if "resumed" in row else "-"))
-    out.append(f"| {row['fault']}{'' if row['ok'] else ' (FAILED)'} | {seconds} | "
-               f"{', '.join(map(str, row['statuses']))} | {'; '.join(row['lines'])} | "
-               f"{resumed} |")
-  return "\n".join(out)
+HEADER = ("| fault | s until every worker stopped | exit statuses | message (worker 0; worker 1) "
+          "| re-run resumed from (its s to finish 4 steps) |\n|---|---|---|---|---|")
+
+
+def line_of(row: dict) -> str:
+  """The table's row of one fault."""
+  seconds = f"{row['seconds']:.1f}"
+  if row.get("victim_seconds") is not None:
+    seconds += f" (the stopped one: {row['victim_seconds']:.1f} after SIGCONT)"
+  resumed = (f"step {row['resumed']} ({row['rerun_seconds']:.0f} s)" if row.get("resumed")
+             is not None else ("failed" if "resumed" in row else "-"))
+  return (f"| {row['fault']}{'' if row['ok'] else ' (FAILED)'} | {seconds} | "
+          f"{', '.join(map(str, row['statuses']))} | {'; '.join(row['lines'])} | {resumed} |")
 
 
 if __name__ == "__main__":

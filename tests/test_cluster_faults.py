@@ -10,6 +10,7 @@ import time
 import pytest
 
 from helpers import (
+  NOISE,
   free_ports,
   latest_checkpoint_step,
   resumable_run,
@@ -31,7 +32,9 @@ def worker_command(model_dir, data_dir, vocab_file, *extra):
 
 
 def lines(stderr):
-  return [line for line in stderr.splitlines() if line.strip()]
+  """The lines of `stderr`, but TensorFlow's start-up noise (the quiet level of the tests is not
+  a user's)."""
+  return [line for line in stderr.splitlines() if line.strip() and not NOISE.search(line)]
 
 
 def test_a_wrong_or_missing_cluster_is_one_line(tmp_path, data_dir, vocab_file):

@@ -188,8 +188,11 @@ def lost_worker(error: Exception) -> str | None:
     named = [f"{job} {task}" for job, task in _REMOTE.findall(text)]
     how = "went away"
   addresses = dict(_tasks(_joined))
+  itself = f"{_joined.task_type} {_joined.task_id}"
+  named = [task for task in dict.fromkeys(named) if task != itself]
   if not named:
-    named = [task for task, address in addresses.items() if not _answers(address)]
+    named = [task for task, address in addresses.items()
+             if task != itself and not _answers(address)]
   who = (", ".join(f"{task} ({addresses.get(task, 'address unknown')})" for task in named)
          or "a worker (TensorFlow does not say which)")
   return (f"a worker was lost: {who} {how}; every worker stops. Re-run every worker's command "
