@@ -1,7 +1,7 @@
 """How a two-worker train.py run (`--strategy=multi_worker`, TF_CONFIG, 127.0.0.1) ends under
 each cluster fault, and where a re-run goes on from.
 
-    python benchmarks/cluster_faults.py --cluster_timeout=30
+    python benchmarks/cluster_faults.py --cluster_timeout=30 [--faults=descriptions|lost]
 
 The faults: a peer that never starts; descriptions that cannot form a cluster (TF_CONFIG not
 JSON, a task index out of range, an address that does not resolve, two workers with one index);
@@ -209,16 +209,18 @@ def main(argv=None) -> int:
   parser.add_argument("--cluster_timeout", type=float, default=30)
   parser.add_argument("--vocab_file", default="", help="a vocabulary learned already")
   parser.add_argument("--work_dir", default="")
+  parser.add_argument("--faults", default="all", choices=("all", "descriptions", "lost"),
+                      help="all, those before anything starts, or the lost workers")
   args = parser.parse_args(argv)
   work_dir = args.work_dir or tempfile.mkdtemp(prefix="cluster_faults-")
   data_dir, vocab_file = prepare(work_dir, args.vocab_file)
   runs = Runs(data_dir, vocab_file, args.cluster_timeout)
   print(HEADER, flush=True)
   rows = []
-  for row in description_faults(runs, work_dir):
+  for row in description_faults(runs, work_dir) if args.faults != "lost" else []:
     rows.append(row)
     print(line_of(row), flush=True)
-  for fault in ("kill -9", "SIGSTOP"):
+  for fault in ("kill -9", "SIGSTOP") if args.faults != "descriptions" else ():
     for victim in (1, 0):
       rows.append(lost_worker(runs, work_dir, fault, victim))
       print(line_of(rows[-1]), flush=True)

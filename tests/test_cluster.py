@@ -170,6 +170,12 @@ def test_a_lost_worker_is_said_as_such(monkeypatch):
     this_worker.listen()
     line = cluster.lost_worker(tf.errors.UnavailableError(None, None, CONNECTION_RESET))
   assert line.startswith(f"a worker was lost: worker 1 ({addresses[1]}) went away; ")
+  starved = ("Collective ops is aborted by: Unexpected heartbeat request from an already-in-"
+             "error task: /job:worker/replica:0/task:0 with existing error: UNAVAILABLE: Task "
+             "/job:worker/replica:0/task:0 heartbeat timeout. This indicates that the remote "
+             "task has failed")  # this very worker, as the coordination service saw it
+  assert cluster.lost_worker(tf.errors.AbortedError(None, None, starved)).startswith(
+      f"a worker was lost: worker 0 ({addresses[0]}) stopped answering (no heartbeat); ")
   missing_file = tf.errors.NotFoundError(None, None, "data/x.txt: no such file")
   assert cluster.lost_worker(missing_file) is None
   with pytest.raises(TrainingStopped, match="^a worker was lost: worker 1 "):

@@ -168,28 +168,30 @@ def joined():
 # spreads to every collective after one of those.
 _LOST = re.compile(r"Collective ops is aborted|stopped sending heartbeats|Connection reset by "
                    r"peer|failed to connect to all addresses|Socket closed")
-_UNHEALTHY = re.compile(r"stopped sending heartbeats\):\s*((?:/job:\w+/replica:\d+/task:\d+\s*)+)")
+_UNHEALTHY = re.compile(r"stopped sending heartbeats\):\s*((?:/job:\w+/replica:\d+/task:\d+\s*)+)"
+                        r"|Task (/job:\w+/replica:\d+/task:\d+) heartbeat timeout")
 _REMOTE = re.compile(r"from remote target /job:(\w+)/replica:\d+/task:(\d+)")
 _TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
 
 
 def lost_worker(error: Exception) -> str | None:
   """The line that says a worker of this process's cluster was lost, when `error` is
-  TensorFlow's word for it; None otherwise. The worker is the one TensorFlow names, else
+  TensorFlow's word for it; None otherwise. The worker is the one TensorFlow names (this very
+  worker, when it was the one whose heartbeats were missed: starved of CPU, or cut off), else
   those that no longer answer on their port."""
   if _joined is None or not isinstance(error, tf.errors.OpError) or not _LOST.search(str(error)):
     return None
   text = str(error)
   unhealthy = _UNHEALTHY.search(text)
+  itself = f"{_joined.task_type} {_joined.task_id}"
   if unhealthy:
-    named = [f"{job} {task}" for job, task in _TASK.findall(unhealthy.group(1))]
+    named = [f"{job} {task}" for job, task in _TASK.findall(unhealthy.group(0))]
     how = "stopped answering (no heartbeat)"
   else:
-    named = [f"{job} {task}" for job, task in _REMOTE.findall(text)]
+    named = [f"{job} {task}" for job, task in _REMOTE.findall(text) if f"{job} {task}" != itself]
     how = "went away"
   addresses = dict(_tasks(_joined))
-  itself = f"{_joined.task_type} {_joined.task_id}"
-  named = [task for task in dict.fromkeys(named) if task != itself]
+  named = list(dict.fromkeys(named))
   if not named:
     named = [task for task, address in addresses.items()
              if task != itself and not _answers(address)]
