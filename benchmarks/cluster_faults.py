@@ -166,8 +166,10 @@ def lost_worker(runs: Runs, work_dir: str, fault: str, victim: int) -> dict:
   workers = [runs.start(model_dir, config) for config in configs]
   dirs = [model_dir, os.path.join(model_dir, "workers", "worker-1")]
   while min(latest_checkpoint_step(d) for d in dirs) < 3 * CHECKPOINT_EVERY:
-    if any(w.poll() is not None for w in workers):
-      raise SystemExit(f"{fault}: a worker ended before the fault: {workers[0].stderr.read()}")
+    if any(w.poll() is not None for w in workers):  # the row says how they ended
+      seconds, statuses, lines = last_lines(wait_all(workers, time.monotonic(), 120))
+      return dict(fault=f"{fault} worker {victim}: a worker ended before the fault",
+                  seconds=seconds, statuses=statuses, lines=lines, ok=False)
     time.sleep(0.05)
   victim_process, others = workers[victim], [w for i, w in enumerate(workers) if i != victim]
   started = time.monotonic()
