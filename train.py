@@ -26,11 +26,12 @@ def train(config: TrainConfig) -> None:
   from bert_tf import settings
   from bert_tf.data.data_settings import RECORDS
   from bert_tf.export import examples
-  from bert_tf.runtime import checkpointing, failures, strategy
+  from bert_tf.runtime import checkpointing, cluster, failures, strategy
   from bert_tf.training import trainer
   from bert_tf.training.watching import report
   try:
-    metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
+    with cluster.losses_said():
+      metrics = trainer.train(config, flags_text=settings.flags_text(TrainConfig))
   except checkpointing.TrainingStopped as e:
     console.stop(f"stopped: {e}", 1)
   except tf.errors.OpError as e:  # after training (fitting saves when it fails during)
@@ -38,7 +39,7 @@ def train(config: TrainConfig) -> None:
       raise
     console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
   print(report.summary(metrics))
-  chief = strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+  chief = strategy.is_chief(cluster.joined())
   if chief and config.serving_export and config.input_format != RECORDS:  # records: no text
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).
     print(examples.show_predictions(os.path.join(config.model_dir, "export"),
@@ -47,4 +48,6 @@ def train(config: TrainConfig) -> None:
 
 
 if __name__ == "__main__":
-  console.run_command(TrainConfig, train, argv=command_line(sys.argv), interrupted=INTERRUPTED)
+  from bert_tf.runtime import cluster
+  with cluster.exiting_at_once():  # a multi-worker run: without TensorFlow's slow teardown
+    console.run_command(TrainConfig, train, argv=command_line(sys.argv), interrupted=INTERRUPTED)

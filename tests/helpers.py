@@ -242,13 +242,51 @@ _os._exit(0)
 """
 
 
+def tf_config(addresses, index):
+  """The TF_CONFIG of worker `index` of a cluster of workers at `addresses`."""
+  return json.dumps({"cluster": {"worker": list(addresses)},
+                     "task": {"type": "worker", "index": index}})
+
+
 def start_workers(script, args, count=2, stdout=subprocess.PIPE):
   """`count` processes running `script` with `args`, one worker each of a cluster on
   127.0.0.1 (TF_CONFIG), on CPU; stderr is piped."""
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(count)]}
+  addresses = [f"127.0.0.1:{port}" for port in free_ports(count)]
   return [start(["-c", script + EXIT_AT_ONCE, *args], stdout=stdout, CUDA_VISIBLE_DEVICES="",
-                TF_CONFIG=json.dumps({"cluster": cluster,
-                                      "task": {"type": "worker", "index": index}}))
+                TF_CONFIG=tf_config(addresses, index))
+          for index in range(count)]
+
+
+def consecutive_free_ports(count):
+  """The first of `count` consecutive TCP ports free on 127.0.0.1 just now."""
+  while True:
+    first = free_ports(1)[0]
+    if first + count <= 65536 and all(_is_free(first + i) for i in range(1, count)):
+      return first
+
+
+def _is_free(port):
+  with socket.socket() as s:
+    try:
+      s.bind(("127.0.0.1", port))
+      return True
+    except OSError:
+      return False
+
+
+def slurm_step(index, count, node="127.0.0.1"):
+  """The variables `srun` gives task `index` of a job step of `count` tasks on one node."""
+  return dict(SLURM_PROCID=str(index), SLURM_STEP_NUM_TASKS=str(count),
+              SLURM_STEP_NODELIST=node, SLURM_STEP_TASKS_PER_NODE=str(count))
+
+
+def start_slurm_workers(script, args, count=2, stdout=subprocess.PIPE):
+  """`count` processes running `script` with `args` and then the first of `count` free ports,
+  each a task of one Slurm job step on 127.0.0.1 (Slurm's variables, no TF_CONFIG), on CPU;
+  stderr is piped."""
+  port = consecutive_free_ports(count)
+  return [start(["-c", script + EXIT_AT_ONCE, *args, str(port)], stdout=stdout,
+                CUDA_VISIBLE_DEVICES="", **slurm_step(index, count))
           for index in range(count)]
 
 

@@ -1,4 +1,5 @@
-"""`--strategy=multi_worker`: two worker processes on 127.0.0.1 (TF_CONFIG) train together.
+"""`--strategy=multi_worker`: two worker processes on 127.0.0.1 (TF_CONFIG) train together;
+launched as Slurm tasks (`--cluster=slurm`, Slurm's variables), they train to the same weights.
 
 Both must finish with identical weights, each reading its own input shard (none of the
 examples of one shard is in the other), the chief writing `model_dir` and the other worker
@@ -22,15 +23,17 @@ from bert_tf.export.trained import load_trained, verify
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
-from helpers import TRAIN_AS_WORKER, finish, start_workers, weights
+from helpers import TRAIN_AS_WORKER, finish, start_slurm_workers, start_workers, weights
 
 pytestmark = pytest.mark.e2e
 
-WORKER = TRAIN_AS_WORKER + r"""
+SETTINGS = r"""
+dict(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8, train_steps=4,
+     checkpoint_every=2, eval_steps=2, skip_verify=True)
+"""
+WORKER = TRAIN_AS_WORKER + f"train_as_worker(**{SETTINGS.strip()})" + r"""
 import json, os
 import numpy as np
-train_as_worker(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8,
-                train_steps=4, checkpoint_every=2, eval_steps=2, skip_verify=True)
 # The examples of this worker's shard, as the trainer's input pipeline makes them.
 from bert_tf.data.pipeline import pretraining_dataset
 task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
@@ -69,10 +72,24 @@ def single_process_update(chief_dir, model_dir):
   return before, model.get_weights()
 
 
+# The same run launched by Slurm: each task's cluster from Slurm's variables (the port is the
+# script's last argument), no serving export (the TF_CONFIG run's is checked).
+SLURM_WORKER = TRAIN_AS_WORKER + f"""
+train_as_worker(cluster="slurm", cluster_port=int(sys.argv[4]), serving_export=False,
+                **{SETTINGS.strip()})
+"""
+
+
+@pytest.fixture(scope="module")
+def tf_config_run(tmp_path_factory, data_dir, vocab_file):
+  """The two workers' run launched with TF_CONFIG: (model_dir, each worker's stderr)."""
+  model_dir = str(tmp_path_factory.mktemp("tf_config") / "run")
+  return model_dir, finish(start_workers(WORKER, [data_dir, vocab_file, model_dir]))
+
+
 @pytest.mark.usefixtures("warm_verification")
-def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
-  model_dir = str(tmp_path / "run")
-  outputs = finish(start_workers(WORKER, [data_dir, vocab_file, model_dir]))
+def test_two_workers_train_together(tf_config_run):
+  model_dir, outputs = tf_config_run
   for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
 
@@ -98,3 +115,17 @@ def test_two_workers_train_together(tmp_path, data_dir, vocab_file):
   assert scale > 1e-4  # the run changed the weights
   for e, f in zip(expected, found.get_weights()):
     assert np.abs(e - f).max() < 1e-4 * scale
+
+
+def test_a_slurm_launch_trains_as_the_tf_config_launch(tf_config_run, tmp_path, data_dir,
+                                                       vocab_file):
+  model_dir = str(tmp_path / "slurm")
+  outputs = finish(start_slurm_workers(SLURM_WORKER, [data_dir, vocab_file, model_dir]))
+  for index, stderr in enumerate(outputs):
+    assert f"Input pipeline {index} of 2" in stderr
+  launched_by_slurm = weights(model_dir)
+  for directory in (tf_config_run[0], os.path.join(model_dir, "workers", "worker-1")):
+    expected = weights(directory)
+    assert sorted(expected) == sorted(launched_by_slurm)
+    for name in expected:
+      np.testing.assert_allclose(launched_by_slurm[name], expected[name], atol=1e-6, err_msg=name)

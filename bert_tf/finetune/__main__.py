@@ -14,9 +14,11 @@ INTERRUPTED = "interrupted: what was saved is kept; re-run the command to go on"
 
 
 def finetune(config: FinetuneConfig) -> None:
+  from bert_tf.runtime import cluster
   from bert_tf.runtime.checkpointing import TrainingStopped
   try:
-    run(config)
+    with cluster.losses_said():
+      run(config)
   except TrainingStopped as e:  # saved (a signal) or not (a non-finite loss): said in the line
     console.stop(f"stopped: {e}", 1)
 
@@ -38,4 +40,6 @@ def run(config: FinetuneConfig) -> None:
 
 
 if __name__ == "__main__":
-  console.run_command(FinetuneConfig, finetune, interrupted=INTERRUPTED)
+  from bert_tf.runtime import cluster
+  with cluster.exiting_at_once():  # a multi-worker run: without TensorFlow's slow teardown
+    console.run_command(FinetuneConfig, finetune, interrupted=INTERRUPTED)

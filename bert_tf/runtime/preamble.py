@@ -7,18 +7,22 @@ and the dropout seeds from it), and the strategy's scope and the precision polic
 """
 
 import contextlib
+import dataclasses
 
 import keras
 import tensorflow as tf
 
 from bert_tf.runtime import precision
 from bert_tf.runtime import strategy as strategy_lib
-from bert_tf.runtime.runtime_settings import ExecutionConfig
+from bert_tf.runtime.runtime_settings import ClusterConfig, ExecutionConfig
 
 
 def create(config: ExecutionConfig) -> tf.distribute.Strategy:
-  """The strategy `--strategy` names; call it before any other TensorFlow op."""
-  return strategy_lib.create_strategy(config.strategy, config.tpu)
+  """The strategy `--strategy` names (of the cluster `--cluster` describes, once it formed);
+  call it before any other TensorFlow op."""
+  cluster_config = ClusterConfig(**{field.name: getattr(config, field.name)
+                                    for field in dataclasses.fields(ClusterConfig)})
+  return strategy_lib.create_strategy(config.strategy, config.tpu, cluster_config)
 
 
 @contextlib.contextmanager

@@ -10,12 +10,39 @@ from bert_tf.errors import UserError
 from bert_tf.settings import NOTED, STREAM, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+CLUSTERS = ("tf_config", "slurm", "kubernetes")
 PRECISIONS = ("none", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "lamb")
 
 
 @dataclasses.dataclass(frozen=True)
-class ExecutionConfig:
+class ClusterConfig:
+  """Where the other workers of a `--strategy=multi_worker` run are, and how long to wait for
+  them (docs/cluster.md)."""
+
+  cluster: str = setting(
+      "tf_config", "Where --strategy=multi_worker finds its workers: TF_CONFIG, Slurm's "
+      "environment (`srun python train.py ...`), or a Kubernetes Indexed Job's (with "
+      "--cluster_workers and --cluster_service).", choices=CLUSTERS, change=NOTED)
+  cluster_port: int = setting(8476, "The workers' port under --cluster=slurm (the next ones "
+                              "for more tasks per node) and --cluster=kubernetes.",
+                              change=NOTED)
+  cluster_timeout: float = setting(
+      600.0, "Seconds each worker waits for every other one to join the cluster (then names "
+      "those that never did), and for a silent worker mid-run before stopping.", change=NOTED)
+  cluster_workers: int = setting(0, "--cluster=kubernetes: the Indexed Job's completions "
+                                 "(its number of workers).", change=NOTED)
+  cluster_service: str = setting("", "--cluster=kubernetes: the headless Service that names "
+                                 "the Job's pods (JOB-INDEX.SERVICE).", change=NOTED)
+
+  def check(self) -> None:
+    """Rejects a timeout that is not positive."""
+    if not self.cluster_timeout > 0:
+      raise UserError(f"cluster_timeout {self.cluster_timeout:g} is not positive")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionConfig(ClusterConfig):
   """Where and how the steps run: seed, distribution, precision, compilation."""
 
   seed: int = setting(0, "Seed of the data stream and the initial weights.", change=STREAM)

@@ -7,30 +7,37 @@ import os
 import tensorflow as tf
 
 from bert_tf.errors import UserError
-from bert_tf.runtime.runtime_settings import STRATEGIES
+from bert_tf.runtime import cluster
+from bert_tf.runtime.runtime_settings import STRATEGIES, ClusterConfig
 
 log = logging.getLogger("bert_tf")
 
+DEFAULT_CLUSTER = ClusterConfig()  # TF_CONFIG's cluster, if any
+
 
 @functools.cache
-def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
+def create_strategy(name: str, tpu: str = "",
+                    cluster_config: ClusterConfig = DEFAULT_CLUSTER) -> tf.distribute.Strategy:
   """The strategy `name` (`new_strategy`), made once per process and reused by every run in
   it (a sweep's runs, the probe's): a second `MirroredStrategy` of the same devices numbers its
   collective ops as the first did, and TensorFlow, which remembers the first's shapes under
   those numbers, fails the second run with a shape mismatch; a TPU system and a cluster's
-  collectives are set up once per process, too."""
-  return new_strategy(name, tpu)
+  collectives are set up once per process, too (the cluster is formed once)."""
+  return new_strategy(name, tpu, cluster_config)
 
 
-def new_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
+def new_strategy(name: str, tpu: str = "",
+                 cluster_config: ClusterConfig = DEFAULT_CLUSTER) -> tf.distribute.Strategy:
   """A new strategy of the kind `name` (`--strategy`), on this machine's devices (`tpu`: the
-  TPU's address)."""
+  TPU's address); `multi_worker`'s with the cluster `cluster_config` describes, once it
+  formed (`cluster.join`)."""
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
   if name == "multi_worker":
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=cluster.join(cluster_config))
   if name == "tpu":
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
     tf.config.experimental_connect_to_cluster(resolver)

@@ -14,7 +14,7 @@ from bert_tf.export import trained
 from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.model_dir import METRICS_FILE
-from bert_tf.runtime import strategy
+from bert_tf.runtime import cluster, strategy
 from bert_tf.training import datasets
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, report
@@ -62,7 +62,7 @@ def _write_serving_export(model: keras.Model, config: TrainConfig,
                              seq_length=config.seq_length, lower_case=config.do_lower_case)
   # Every worker writes its export, as collective training requires of saves; only the chief's
   # is the user's, and only it is verified (in a fresh process): not copies nobody loads.
-  chief = strategy.is_chief(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+  chief = strategy.is_chief(cluster.joined())
   if chief and not config.skip_verify:
     log.info(verify_pretraining_export("savedmodel", export, model, vocabulary,
                                        lower_case=config.do_lower_case,

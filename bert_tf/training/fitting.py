@@ -11,7 +11,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.runtime import checkpointing, failures, stopping
+from bert_tf.runtime import checkpointing, cluster, failures, stopping
 from bert_tf.training import datasets
 from bert_tf.training.train_settings import MAX_ROLLBACKS, TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
@@ -23,11 +23,12 @@ log = logging.getLogger("bert_tf")
 def _input_failures_saved(checkpointer: checkpointing.Checkpointer):
   """A read of the corpus or the held-out data that fails (a file removed, a permission lost,
   a remote read error) stops training with a checkpoint of the current step: the model is
-  fine, only its input failed, and the data position is the last example trained on."""
+  fine, only its input failed, and the data position is the last example trained on. A lost
+  worker (whose error can look like a failed read) is not one: nothing is saved."""
   try:
     yield
   except tf.errors.OpError as e:
-    if not failures.is_input_failure(e):
+    if not failures.is_input_failure(e) or cluster.lost_worker(e):
       raise
     step = checkpointer.step
     if checkpointer.latest_step != step:
