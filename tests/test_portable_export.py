@@ -233,3 +233,60 @@ def test_the_command_refuses_in_one_line(tmp_path, model_dir):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and (message is None or last == message), last
     assert "Traceback" not in result.stderr
+
+
+# === The examples: post-processing with the runtime alone ===
+
+TAG_TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "北京大学 and 서울",
+             "x " * 30]
+QUESTIONS = ["Where does the debugger stop?", "What does the method return?", "Anything?"]
+CONTEXTS = ["The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows it.",
+            "Naïve Café: the résumé of a class method returns its object.", ""]
+# Runs an example script as `python examples/NAME.py ARGS`, then checks that nothing imported
+# TensorFlow: argv = the script, its arguments.
+WITHOUT_TENSORFLOW = r"""
+import runpy, sys
+script, sys.argv = sys.argv[1], sys.argv[1:]
+sys.path.insert(0, script.rsplit("/", 1)[0])
+runpy.run_path(script, run_name="__main__")
+assert "tensorflow" not in sys.modules, "tensorflow was imported"
+"""
+
+
+def example(name, *args):
+  """What `examples/NAME.py *args` printed, each line as JSON, run in a fresh interpreter."""
+  script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples", f"{name}.py")
+  result = run(["-c", WITHOUT_TENSORFLOW, script, *args], fresh=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return [json.loads(line) for line in result.stdout.strip().splitlines()]
+
+
+@pytest.mark.e2e
+def test_the_examples_give_the_saved_models_tags_and_answers(exported, finetunes, tmp_path):
+  import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer's ops)
+
+  from bert_tf.finetune.export import export_task
+  served = {}
+  for kind, inputs in (("tag", {"text": TAG_TEXTS}),
+                       ("answer", {"question": QUESTIONS, "context": CONTEXTS})):
+    finetuned = load_finetuned(finetunes[kind])
+    directory = export_task(finetuned.model, finetuned.task, finetuned.vocabulary,
+                            str(tmp_path / kind))
+    signature = tf.saved_model.load(directory).signatures[kind]
+    served[kind] = {name: value.numpy() for name, value in signature(
+        **{name: tf.constant(texts) for name, texts in inputs.items()}).items()}
+  tags = served["tag"]
+  expected = [[[tags["words"][i, j].decode(), tags["tags"][i, j].decode(),
+                int(tags["starts"][i, j]), int(tags["ends"][i, j])]
+               for j in range(tags["num_words"][i])] for i in range(len(TAG_TEXTS))]
+  assert expected[3][-1][1] == "O"  # past the sequence
+  assert example("tag", exported["onnx", "tag"][0], *TAG_TEXTS) == expected
+  answers = served["answer"]
+  for export_format in FORMATS:
+    for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
+      (got,) = example("answer", exported[export_format, "answer"][0], question, context)
+      assert (got["answer"], got["start"], got["end"], got["has_answer"]) == (
+          answers["answer"][i].decode(), answers["start"][i], answers["end"][i],
+          answers["has_answer"][i]), (export_format, i)
+      # start + end logit: two outputs, each within the export's check's 1e-4
+      assert got["score"] == pytest.approx(float(answers["score"][i]), abs=2e-4)
