@@ -31,7 +31,7 @@ def export(config: ExportConfig) -> None:
   from bert_tf.finetune import finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if FORMATS[config.format].portable:
-    export_portable(config)
+    portable_export(config)
   elif finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)
     finetuned.export_finetuned(model, config.format, config.output)
@@ -45,7 +45,7 @@ def export(config: ExportConfig) -> None:
   print(f"wrote {config.output}")
 
 
-def export_portable(config: ExportConfig) -> None:
+def portable_export(config: ExportConfig) -> None:
   """`litert` or `onnx`: the encoder of a run, or a fine-tune's task model, on ids; checked
   in its runtime, and with --dev_file its dev figure beside the Keras model's."""
   from bert_tf.export.portable import export_portable
