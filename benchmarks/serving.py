@@ -16,6 +16,7 @@ export moves from the Keras model's). Prints a Markdown table.
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -26,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 QUANTIZATIONS = ("none", "fp16", "int8")
+SCRATCH = []  # the directories the exports were written to, removed at the end
 
 
 def parse_args() -> argparse.Namespace:
@@ -107,6 +109,7 @@ def main() -> None:
   from bert_tf.finetune.portable_dev import PortableDev
 
   scratch = tempfile.mkdtemp(prefix="serving_benchmark_")
+  SCRATCH.append(scratch)
   output_dir = args.output_dir or random_classifier(
       args.config, args.vocab_file, args.data_dir, args.seq_length, f"{scratch}/classifier")
   finetuned = load_finetuned(output_dir)
@@ -161,4 +164,8 @@ def main() -> None:
 
 if __name__ == "__main__":
   args = parse_args()
-  main()
+  try:
+    main()
+  finally:
+    for directory in SCRATCH:
+      shutil.rmtree(directory, ignore_errors=True)
