@@ -395,3 +395,17 @@ def docstring_corpus(directory) -> str:
     f.write("\n".join("\n".join(module.module_document(os.path.join(stdlib, name))) + "\n"
                       for name in DOCSTRING_MODULES))
   return path
+
+
+def write_output_dir(directory, model, config, vocabulary, task):
+  """What a fine-tune leaves in its output_dir, as the fine-tuning contract says: task.json
+  (`task`), bert_config.json, vocab.txt and the task model's weights."""
+  import tensorflow as tf
+
+  from bert_tf import files
+  os.makedirs(directory, exist_ok=True)
+  files.write_json(os.path.join(directory, "task.json"), task)
+  files.write_json(os.path.join(directory, "bert_config.json"), config.to_dict())
+  tf.io.gfile.copy(vocabulary.path, os.path.join(directory, "vocab.txt"))
+  model.save_weights(os.path.join(directory, "model.weights.h5"))
+  return directory

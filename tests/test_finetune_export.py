@@ -33,7 +33,7 @@ from bert_tf.finetune.task_record import TaskRecord
 from bert_tf.finetune.verification import verify_task_export
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from helpers import run, verified
+from helpers import run, verified, write_output_dir
 
 # Every test reads what a separate TensorFlow process loaded.
 pytestmark = pytest.mark.e2e
@@ -259,16 +259,6 @@ def test_bad_input_is_an_error(served):
 
 
 # === Handed to transformers ===
-
-
-def write_output_dir(directory, model, config, vocabulary, task):
-  """What a fine-tune leaves in its output_dir, as the fine-tuning contract says."""
-  os.makedirs(directory, exist_ok=True)
-  files.write_json(os.path.join(directory, "task.json"), task)
-  files.write_json(os.path.join(directory, "bert_config.json"), config.to_dict())
-  tf.io.gfile.copy(vocabulary.path, os.path.join(directory, "vocab.txt"))
-  model.save_weights(os.path.join(directory, "model.weights.h5"))
-  return directory
 
 
 def assert_hf_verifies_without_transformers_and_a_wrong_epsilon_fails(

@@ -1,7 +1,9 @@
 """Exports a trained model: `python -m bert_tf.export --model_dir=... --format=... --output=...`.
 
-Formats: `savedmodel` (serving, raw text in), `hf` (Hugging Face `BertForPreTraining`
-directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset). `--model_dir` may also be
+Formats (`export_settings.FORMATS`): `savedmodel` (serving, raw text in), `hf` (Hugging Face
+`BertForPreTraining` directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset),
+`litert` and `onnx` (the encoder or a fine-tuned model's head on ids, quantized or not, with a
+`tokenizers` tokenizer.json: `portable.py`). `--model_dir` may also be
 a fine-tune's output_dir (it has task.json): `savedmodel` then serves its task, and `hf` is the
 transformers class of its task. Before `wrote`, the export is loaded as its user will load it
 and checked against the Keras model (`verification.py`; of a fine-tuned model,
@@ -12,9 +14,13 @@ import logging
 import sys
 
 from bert_tf import console
+from bert_tf.errors import UserError
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
-from bert_tf.export.export_settings import ExportConfig  # noqa: E402  (no TensorFlow import)
+from bert_tf.export.export_settings import (  # noqa: E402  (no TensorFlow import)
+  FORMATS,
+  ExportConfig,
+)
 
 log = logging.getLogger("bert_tf")
 
@@ -24,7 +30,9 @@ def export(config: ExportConfig) -> None:
   from bert_tf.export.trained import export, load_trained, verify
   from bert_tf.finetune import finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
-  if finetuned.is_finetuned(config.model_dir):
+  if FORMATS[config.format].portable:
+    portable_export(config)
+  elif finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)
     finetuned.export_finetuned(model, config.format, config.output)
     if not config.skip_verify:
@@ -35,6 +43,33 @@ def export(config: ExportConfig) -> None:
     if not config.skip_verify:
       print(verify(trained, config.format, config.output))
   print(f"wrote {config.output}")
+
+
+def portable_export(config: ExportConfig) -> None:
+  """`litert` or `onnx`: the encoder of a run, or a fine-tune's task model, on ids; checked
+  in its runtime, and with --dev_file its dev figure beside the Keras model's."""
+  from bert_tf.export.portable import export_portable
+  from bert_tf.export.portable_verification import runtime_runner, verify_portable
+  from bert_tf.export.trained import load_trained, portable_encoder
+  from bert_tf.finetune import finetuned
+  from bert_tf.finetune.portable_dev import PortableDev
+  if finetuned.is_finetuned(config.model_dir):
+    portable = finetuned.portable_finetuned(finetuned.load_finetuned(config.model_dir),
+                                            config.seq_length)
+  elif config.dev_file:
+    raise UserError("--dev_file is for a fine-tune's output_dir, not a pre-training run")
+  else:
+    portable = portable_encoder(load_trained(config.model_dir), config.seq_length)
+  dev = config.dev_file and PortableDev(
+      portable, config.dev_file, data_dir=config.data_dir, text_columns=config.text_columns,
+      label_column=config.label_column, header=not config.no_header)
+  export_portable(portable, config.format, config.quantize, config.output)
+  if not config.skip_verify:
+    print(verify_portable(portable, config.format, config.quantize, config.output,
+                          dev.texts[:8] if dev else ()))
+  if dev:
+    print(dev.line(portable, runtime_runner(config.format, config.output),
+                   f"{config.format} {config.quantize}"))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export.portable import PortableModel
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.kinds import kind
@@ -74,3 +75,11 @@ def verify_finetuned(finetuned: Finetuned, export_format: str, output: str) -> s
   line saying so, or raises UserError."""
   verify = verify_task_export if export_format == "savedmodel" else verify_task_huggingface
   return verify(output, finetuned.model, finetuned.task, finetuned.vocabulary)
+
+
+def portable_finetuned(finetuned: Finetuned, seq_length: int = 0) -> PortableModel:
+  """The task model of `finetuned` on ids, for its LiteRT or ONNX export; `seq_length` 0: the
+  fine-tune's."""
+  task = finetuned.task
+  return PortableModel(finetuned.model, task["task"], task, finetuned.vocabulary.path,
+                       task["lower_case"], seq_length or task["seq_length"])

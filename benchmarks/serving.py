@@ -1,0 +1,171 @@
+"""Serving a fine-tuned classifier, side by side: the SavedModel on raw text, the same model
+on ids (Keras's ExportArchive, what LiteRT converts), and the LiteRT and ONNX exports at each
+quantization (`python -m bert_tf.export --format=litert|onnx --quantize=...`): latency at batch
+1 (median and 99th percentile), examples/s at batch 32, the model file's size and the dev
+accuracy on the built-in task.
+
+    python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
+        --train_file=builtin --dev_file=builtin --output_dir=runs/quickstart_builtin
+    python benchmarks/serving.py --output_dir=runs/quickstart_builtin
+    python benchmarks/serving.py --config=bert_base   # BERT-base's shape, random weights
+
+With `--config`, a classifier of that shape over data/vocab.txt, with random weights, stands
+for a fine-tuned one (its dev accuracy is chance: what the table shows for it is how far each
+export moves from the Keras model's). Prints a Markdown table.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+QUANTIZATIONS = ("none", "fp16", "int8")
+SCRATCH = []  # the directories the exports were written to, removed at the end
+
+
+def parse_args() -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--output_dir", help="A fine-tuned classifier's output_dir.")
+  parser.add_argument("--config", help="A preset's shape (bert_base), random weights.")
+  parser.add_argument("--vocab_file", default="data/vocab.txt")
+  parser.add_argument("--data_dir", default="data")
+  parser.add_argument("--seq_length", type=int, default=128)
+  parser.add_argument("--runs", type=int, default=50, help="Batch-1 calls timed.")
+  parser.add_argument("--batches", type=int, default=5, help="Batch-32 calls timed.")
+  parser.add_argument("--formats", default="litert,onnx")
+  parser.add_argument("--threads", type=int, default=1,
+                      help="Threads of every runtime, TensorFlow's too (0: each one's default).")
+  return parser.parse_args()
+
+
+def random_classifier(preset: str, vocab_file: str, data_dir: str, seq_length: int,
+                      directory: str) -> str:
+  """An output_dir holding a classifier of `preset`'s shape, random weights, over the
+  built-in task's classes."""
+  import tensorflow as tf
+
+  from bert_tf import files
+  from bert_tf.data import builtin_tasks
+  from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.finetune import data
+  from bert_tf.finetune.model import classifier_model
+  from bert_tf.model.bert_config import BertConfig
+  from bert_tf.model.pretraining import pretraining_model
+  vocabulary = Vocabulary(vocab_file)
+  config = BertConfig.from_preset(preset, vocab_size=len(vocabulary))
+  path = builtin_tasks.resolve("builtin", data_dir, "train", "classify")
+  classes = sorted(set(data.read_examples(path, *builtin_tasks.columns("builtin")).labels))
+  model = classifier_model(pretraining_model(config).get_layer("bert_encoder"), len(classes))
+  tf.io.gfile.makedirs(directory)
+  files.write_json(os.path.join(directory, "task.json"), {
+      "task": "classify", "labels": classes, "pair": False, "seq_length": seq_length,
+      "lower_case": True})
+  files.write_json(os.path.join(directory, "bert_config.json"), config.to_dict())
+  tf.io.gfile.copy(vocab_file, os.path.join(directory, "vocab.txt"), overwrite=True)
+  model.save_weights(os.path.join(directory, "model.weights.h5"))
+  return directory
+
+
+def timed(call, inputs_1, inputs_32, runs: int, batches: int) -> tuple[float, float, float]:
+  """(median and 99th percentile latency at batch 1 in ms, examples/s at batch 32)."""
+  call(inputs_1)
+  call(inputs_32)  # warm
+  latencies = []
+  for _ in range(runs):
+    start = time.perf_counter()
+    call(inputs_1)
+    latencies.append((time.perf_counter() - start) * 1000)
+  start = time.perf_counter()
+  for _ in range(batches):
+    call(inputs_32)
+  throughput = 32 * batches / (time.perf_counter() - start)
+  return float(np.median(latencies)), float(np.percentile(latencies, 99)), throughput
+
+
+def size_mb(path: str) -> float:
+  total = (sum(os.path.getsize(os.path.join(d, f)) for d, _, names in os.walk(path)
+               for f in names) if os.path.isdir(path) else os.path.getsize(path))
+  return total / 1e6
+
+
+def main() -> None:
+  import tensorflow as tf
+  import tensorflow_text  # noqa: F401
+
+  tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+  tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+  from bert_tf.export.export_settings import FORMATS
+  from bert_tf.export.portable import export_portable, write_ids_saved_model
+  from bert_tf.export.portable_verification import runtime_runner
+  from bert_tf.finetune.export import export_task
+  from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
+  from bert_tf.finetune.portable_dev import PortableDev
+
+  scratch = tempfile.mkdtemp(prefix="serving_benchmark_")
+  SCRATCH.append(scratch)
+  output_dir = args.output_dir or random_classifier(
+      args.config, args.vocab_file, args.data_dir, args.seq_length, f"{scratch}/classifier")
+  finetuned = load_finetuned(output_dir)
+  portable = portable_finetuned(finetuned)
+  dev = PortableDev(portable, "builtin", data_dir=args.data_dir, text_columns="text",
+                    label_column="label", header=True)
+  ids_1 = {k: v[:1] for k, v in dev.inputs.items()}
+  ids_32 = {k: np.resize(v, (32, v.shape[1])) for k, v in dev.inputs.items()}
+  texts = dev.texts
+  rows = []
+
+  raw = export_task(finetuned.model, finetuned.task, finetuned.vocabulary, f"{scratch}/raw")
+  classify = tf.saved_model.load(raw).signatures["classify"]
+  predicted = np.concatenate([
+      np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
+      for i in range(0, len(texts), 32)])
+  figure = float(np.mean(predicted == dev.labels))
+  rows.append(("SavedModel, raw text", *timed(
+      lambda batch: classify(text=tf.constant(batch)), texts[:1],
+      (texts * 32)[:32], args.runs, args.batches), size_mb(raw), figure))
+
+  on_ids = tf.saved_model.load(write_ids_saved_model(portable, f"{scratch}/ids"))
+  serve = on_ids.signatures["serving_default"]
+
+  def run_ids(inputs):
+    outputs = serve(**{name: tf.constant(value) for name, value in inputs.items()})
+    return {name: value.numpy() for name, value in outputs.items()}
+  rows.append(("SavedModel, ids", *timed(run_ids, ids_1, ids_32, args.runs, args.batches),
+               size_mb(f"{scratch}/ids"), dev.figure(run_ids)))
+
+  for export_format in args.formats.split(","):
+    for quantize in QUANTIZATIONS:
+      directory = export_portable(portable, export_format, quantize,
+                                  f"{scratch}/{export_format}_{quantize}")
+      run = runtime_runner(export_format, directory, threads=args.threads)
+      rows.append((f"{export_format} {quantize}", *timed(run, ids_1, ids_32, args.runs,
+                                                         args.batches),
+                   size_mb(os.path.join(directory, FORMATS[export_format].model_file)),
+                   dev.figure(run)))
+
+  base = rows[1][1]
+  print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
+        f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), dev: "
+        f"{len(dev.labels)} examples of the built-in task\n")
+  print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
+        "batch 32 examples/s | file MB | dev accuracy |")
+  print("|---|---|---|---|---|---|---|")
+  for name, median, p99, throughput, size, accuracy in rows:
+    print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.0f} | "
+          f"{size:.1f} | {accuracy:.4f} |")
+
+
+if __name__ == "__main__":
+  args = parse_args()
+  try:
+    main()
+  finally:
+    for directory in SCRATCH:
+      shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,178 @@
+"""The model on ids, for runtimes without TensorFlow: LiteRT (`model.tflite`) and ONNX
+(`model.onnx`), float32 or quantized, beside `tokenizer.json` (the `tokenizers` library's),
+`vocab.txt` and `portable.json`, which says what goes in and comes out
+(docs/serving.md#litert-and-onnx).
+
+The model takes `input_ids`, `token_type_ids` and `attention_mask`, int32 `[batch, seq_length]`
+(any batch): the encoder gives its sequence and pooled outputs, a fine-tuned model its head's
+outputs (`KIND_OUTPUTS`). Both formats start from the same Keras function on ids: LiteRT
+through TensorFlow's converter on its SavedModel (Keras's `ExportArchive`, which holds the
+weights as the converter freezes them), ONNX through tf2onnx on the function, its exact GELU's
+`Erfc` written as `1 - Erf` (ONNX has no Erfc).
+"""
+
+import dataclasses
+import os
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import files
+from bert_tf.errors import UserError
+from bert_tf.export.export_settings import FORMATS
+from bert_tf.export.portable_tokenizer import write_portable_tokenizer
+
+INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+DESCRIPTION_FILE = "portable.json"
+TOKENIZER_FILE = "tokenizer.json"
+ONNX_OPSET = 17
+
+
+def _classify(logits):
+  logits = tf.cast(logits, tf.float32)
+  return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+
+
+# What a model of each kind gives, from the Keras model's outputs: (outputs, their shapes).
+# "encoder" is a pre-trained run's; the others are the fine-tuning kinds' heads.
+KIND_OUTPUTS = {
+    "encoder": (lambda out: {"sequence_output": out["sequence_output"],
+                             "pooled_output": out["pooled_output"]},
+                {"sequence_output": ["batch", "seq_length", "hidden_size"],
+                 "pooled_output": ["batch", "hidden_size"]}),
+    "classify": (_classify, {"logits": ["batch", "labels"], "probabilities": ["batch", "labels"]}),
+    "regress": (lambda out: {"score": tf.cast(out, tf.float32)[:, 0]}, {"score": ["batch"]}),
+    "tag": (lambda out: {"logits": tf.cast(out, tf.float32)},
+            {"logits": ["batch", "seq_length", "labels"]}),
+    # The span head's logits, -10000 where an answer can neither start nor end.
+    "answer": (lambda out: {"start_logits": out[:, 0], "end_logits": out[:, 1]},
+               {"start_logits": ["batch", "seq_length"], "end_logits": ["batch", "seq_length"]}),
+}
+# What portable.json carries of a fine-tune's task.json: what post-processing needs.
+TASK_KEYS = ("labels", "pair", "max_query_length", "doc_stride", "max_answer_length",
+             "n_best_size", "null_score_diff_threshold", "version_2_with_negative")
+
+
+@dataclasses.dataclass
+class PortableModel:
+  """A Keras model on our features and what its portable export needs to know: its kind
+  ("encoder" or a fine-tuning kind), its task (task.json; {} for the encoder), its
+  vocabulary file, case and sequence length."""
+
+  model: keras.Model
+  kind: str
+  task: dict
+  vocab_file: str
+  lower_case: bool
+  seq_length: int
+
+  def outputs(self, input_ids, token_type_ids, attention_mask) -> dict:
+    """The portable model's outputs on ids."""
+    out = self.model({"token_ids": input_ids, "segment_ids": token_type_ids,
+                      "padding_mask": attention_mask}, training=False)
+    return KIND_OUTPUTS[self.kind][0](out)
+
+  def input_signature(self) -> list[tf.TensorSpec]:
+    return [tf.TensorSpec([None, self.seq_length], tf.int32, name=name) for name in INPUTS]
+
+  def description(self, export_format: str, quantize: str) -> dict:
+    """portable.json: the file, its inputs and outputs, and the labels and settings that
+    post-processing needs."""
+    shapes = KIND_OUTPUTS[self.kind][1]
+    return {
+        "format": export_format, "model_file": FORMATS[export_format].model_file,
+        "quantize": quantize, "kind": self.kind, "seq_length": self.seq_length,
+        "lower_case": self.lower_case, "tokenizer": TOKENIZER_FILE,
+        "inputs": {name: {"dtype": "int32", "shape": ["batch", self.seq_length]}
+                   for name in INPUTS},
+        "outputs": {name: {"dtype": "float32", "shape": [
+            self.seq_length if dim == "seq_length" else dim for dim in shape]}
+            for name, shape in shapes.items()},
+        **{key: self.task[key] for key in TASK_KEYS if key in self.task},
+    }
+
+
+def export_portable(portable: PortableModel, export_format: str, quantize: str,
+                    directory: str) -> str:
+  """Writes the `litert` or `onnx` export of `portable`, quantized as `quantize` says (none,
+  fp16, int8), to `directory` atomically; returns `directory`. A converter that fails is a
+  one-line UserError."""
+  model_file = FORMATS[export_format].model_file
+  with tempfile.TemporaryDirectory() as scratch:
+    model_path = os.path.join(scratch, model_file)
+    convert = {"litert": _litert, "onnx": _onnx}[export_format]
+    try:
+      convert(portable, quantize, scratch, model_path)
+    except Exception as error:  # noqa: BLE001  any converter's failure, said in one line
+      message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+      raise UserError(f"the {export_format} converter failed ({type(error).__name__}): "
+                      f"{message}") from error
+    tokenizer_path = os.path.join(scratch, TOKENIZER_FILE)
+    write_portable_tokenizer(portable.vocab_file, tokenizer_path,
+                             lower_case=portable.lower_case, seq_length=portable.seq_length)
+    temporary = files.temporary_directory(directory)
+    tf.io.gfile.makedirs(temporary)
+    for name, path in ((model_file, model_path), (TOKENIZER_FILE, tokenizer_path)):
+      with open(path, "rb") as f:
+        files.write_bytes(os.path.join(temporary, name), f.read())
+  tf.io.gfile.copy(portable.vocab_file, os.path.join(temporary, "vocab.txt"), overwrite=True)
+  files.write_json(os.path.join(temporary, DESCRIPTION_FILE),
+                   portable.description(export_format, quantize))
+  files.replace_directory(temporary, directory)
+  return directory
+
+
+def write_ids_saved_model(portable: PortableModel, directory: str) -> str:
+  """The model on ids as a SavedModel (signature `serving_default`), through Keras's
+  `ExportArchive`: what the LiteRT converter reads, and the benchmarks' SavedModel on ids."""
+  archive = keras.export.ExportArchive()
+  archive.track(portable.model)
+  archive.add_endpoint("serving_default", portable.outputs,
+                       input_signature=portable.input_signature())
+  archive.write_out(directory, verbose=False)
+  return directory
+
+
+def _litert(portable: PortableModel, quantize: str, scratch: str, model_path: str) -> None:
+  saved_model = write_ids_saved_model(portable, os.path.join(scratch, "saved_model"))
+  converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
+  if quantize != "none":  # int8: dynamic-range weights; fp16: float16 weights
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  if quantize == "fp16":
+    converter.target_spec.supported_types = [tf.float16]
+  with open(model_path, "wb") as f:
+    f.write(converter.convert())
+  tf.io.gfile.rmtree(saved_model)
+
+
+def _onnx(portable: PortableModel, quantize: str, scratch: str, model_path: str) -> None:
+  import onnx
+  import tf2onnx
+
+  function = tf.function(portable.outputs, autograph=False)
+  proto, _ = tf2onnx.convert.from_function(
+      function, input_signature=portable.input_signature(), opset=ONNX_OPSET,
+      custom_op_handlers={"Erfc": (_erfc_as_one_minus_erf, [])})
+  if quantize == "fp16":
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    proto = convert_float_to_float16(proto, keep_io_types=True)
+  if quantize != "int8":
+    onnx.save(proto, model_path)
+    return
+  from onnxruntime.quantization import QuantType, quantize_dynamic
+  float_path = os.path.join(scratch, "float32.onnx")
+  onnx.save(proto, float_path)
+  quantize_dynamic(float_path, model_path, weight_type=QuantType.QInt8)
+
+
+def _erfc_as_one_minus_erf(graph, node, name, args) -> None:
+  """tf2onnx's handler of TensorFlow's `Erfc` (the exact GELU's): `1 - Erf(x)`."""
+  import tf2onnx
+
+  erf = graph.make_node("Erf", [node.input[0]])
+  one = graph.make_const(tf2onnx.utils.make_name("one"), np.array(1, np.float32))
+  outputs, node_name = node.output, node.name
+  graph.remove_node(node_name)
+  graph.make_node("Sub", [one.output[0], erf.output[0]], outputs=outputs, name=node_name)

@@ -1,0 +1,133 @@
+"""A LiteRT or ONNX export checks itself as the other exports do (`verification.py`): a fresh
+process that imports only numpy, `tokenizers` and the format's runtime (ONNX Runtime, or
+`ai_edge_litert`) tokenizes the examples with the export's tokenizer.json and runs the model
+on the pre-training tokenizer's ids of the same texts; its ids must equal ours, its outputs
+the Keras model's within the tolerance of its quantization."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from bert_tf import files
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export.export_settings import FORMATS
+from bert_tf.export.portable import INPUTS, TOKENIZER_FILE, PortableModel
+from bert_tf.export.verification import EXAMPLES, pair_ids, text_ids, verify
+
+# Every text of EXAMPLES: accents, CJK, Hangul, numbers, one longer than any sequence.
+TEXTS = [text for pair in EXAMPLES for text in pair if text]
+
+# Largest output difference from the Keras model, by quantization (divided by the output's
+# largest magnitude when above 1, as `verification.verify` does): float32 differs by the order
+# of summation; float16 weights by their rounding (about 1e-3 of each); int8 weights by their
+# quantization, about 1% of a weight's range: wrong weights are off by the outputs' scale.
+TOLERANCES = {"none": 1e-4, "fp16": 2e-2, "int8": 2e-1}
+
+# The fresh process: argv = format, model file, tokenizer.json, the calls' JSON ({"texts":
+# [...], "inputs": {name: [[id, ...], ...]}}), the JSON to write: the tokenizer's ids of each
+# text (padding left out) and the model's outputs on the inputs given.
+_RUN_PORTABLE = r"""
+import json, sys
+import numpy as np
+from tokenizers import Tokenizer
+
+export_format, model_file, tokenizer_file, given, answered = sys.argv[1:6]
+with open(given) as f:
+  calls = json.load(f)
+tokenizer = Tokenizer.from_file(tokenizer_file)
+ids = [[i for i, m in zip(e.ids, e.attention_mask) if m]
+       for e in tokenizer.encode_batch(calls["texts"])]
+inputs = {name: np.array(value, np.int32) for name, value in calls["inputs"].items()}
+if export_format == "onnx":
+  import onnxruntime
+  session = onnxruntime.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+  names = [output.name for output in session.get_outputs()]
+  outputs = dict(zip(names, session.run(names, inputs)))
+else:
+  from ai_edge_litert.interpreter import Interpreter
+  outputs = Interpreter(model_path=model_file).get_signature_runner()(**inputs)
+with open(answered, "w") as f:
+  json.dump({"ids": ids, "outputs": {k: np.asarray(v).tolist() for k, v in outputs.items()}}, f)
+assert "tensorflow" not in sys.modules
+"""
+
+
+def portable_outputs(export_format: str, directory: str, texts: list[str],
+                     inputs: dict) -> dict:
+  """What a fresh process without TensorFlow makes of the export in `directory`: {"ids": the
+  tokenizer's ids of each of `texts`, "outputs": {name: array} of the model on `inputs`}. A
+  model that does not load or run is a one-line UserError."""
+  with tempfile.TemporaryDirectory() as scratch:
+    local = os.path.join(scratch, "export")
+    files.copy_directory(directory, local)
+    given, answered = os.path.join(scratch, "calls.json"), os.path.join(scratch, "out.json")
+    with open(given, "w") as f:
+      json.dump({"texts": texts, "inputs": {k: np.asarray(v).tolist()
+                                            for k, v in inputs.items()}}, f)
+    process = subprocess.run(
+        [sys.executable, "-c", _RUN_PORTABLE, export_format,
+         os.path.join(local, FORMATS[export_format].model_file),
+         os.path.join(local, TOKENIZER_FILE), given, answered],
+        capture_output=True, text=True)
+    if process.returncode:
+      last = (process.stderr.strip().splitlines() or ["(no message)"])[-1]
+      raise UserError(f"{export_format} export failed verification: running it failed: {last}")
+    with open(answered) as f:
+      said = json.load(f)
+  return {"ids": said["ids"],
+          "outputs": {k: np.array(v, np.float32) for k, v in said["outputs"].items()}}
+
+
+def reference_inputs(vocabulary: Vocabulary, texts: list[str], *, lower_case: bool,
+                     seq_length: int) -> tuple[list[list[int]], dict]:
+  """The pre-training tokenizer's ids of each text ([CLS] text [SEP], cut to `seq_length`),
+  and the model's inputs of them, padded to `seq_length`."""
+  tokenizer = vocabulary.tokenizer(lower_case)
+  ids = [pair_ids(vocabulary, text_ids(tokenizer, text), [], seq_length)[0] for text in texts]
+  padded = np.full([len(ids), seq_length], vocabulary.pad_id, np.int32)
+  mask = np.zeros_like(padded)
+  for row, row_ids in enumerate(ids):
+    padded[row, :len(row_ids)], mask[row, :len(row_ids)] = row_ids, 1
+  return ids, {"input_ids": padded, "token_type_ids": np.zeros_like(padded),
+               "attention_mask": mask}
+
+
+def verify_portable(portable: PortableModel, export_format: str, quantize: str,
+                    directory: str, texts: list[str] = ()) -> str:
+  """Checks the `export_format` export in `directory` of `portable` on TEXTS and `texts`
+  (a dev file's, say); returns the line saying so, or raises a one-line UserError."""
+  texts = [*TEXTS, *texts]
+  vocabulary = Vocabulary(portable.vocab_file)
+  ids, inputs = reference_inputs(vocabulary, texts, lower_case=portable.lower_case,
+                                 seq_length=portable.seq_length)
+  expected = {name: np.asarray(value) for name, value in portable.outputs(
+      *(inputs[name] for name in INPUTS)).items()}
+  got = portable_outputs(export_format, directory, texts, inputs)
+  name = f"{portable.kind} {export_format} {quantize}"
+  return verify(name, lambda: {"token_ids": ids, **expected},
+                lambda: {"token_ids": got["ids"], **got["outputs"]}, TOLERANCES[quantize])
+
+
+def runtime_runner(export_format: str, directory: str, threads: int = 0):
+  """The export in the local `directory` loaded in its runtime, in this process: a function
+  of {input name: int32 array} to {output name: array}. `threads`: the runtime's threads
+  (0: its default)."""
+  model_file = os.path.join(directory, FORMATS[export_format].model_file)
+  if export_format == "onnx":
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model_file, options,
+                                           providers=["CPUExecutionProvider"])
+    names = [output.name for output in session.get_outputs()]
+    return lambda inputs: dict(zip(names, session.run(names, inputs)))
+  from ai_edge_litert.interpreter import Interpreter
+
+  runner = Interpreter(model_path=model_file, num_threads=threads or None).get_signature_runner()
+  return lambda inputs: runner(**inputs)

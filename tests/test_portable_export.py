@@ -1,0 +1,292 @@
+"""LiteRT and ONNX exports (`python -m bert_tf.export --format=litert|onnx`): a run's encoder
+and a fine-tuned model of every kind, on ids, beside a `tokenizers` tokenizer.json; each checks
+itself in a fresh process that imports only numpy, tokenizers and its runtime (its ids against
+ours, its outputs against the Keras model's), quantized or not; a changed weight fails the
+check; a quantized classifier's dev figure is printed beside the Keras model's; bad input is
+one line.
+
+The exports are made once (`exported`): the encoders by the command, the fine-tunes by the
+functions it calls, in this process."""
+
+import json
+import os
+import re
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data.tokenization import Vocabulary
+from bert_tf.errors import UserError
+from bert_tf.export import portable as portable_module
+from bert_tf.export.export_settings import ExportConfig
+from bert_tf.export.portable import KIND_OUTPUTS, export_portable
+from bert_tf.export.portable_tokenizer import portable_tokenizer
+from bert_tf.export.portable_verification import runtime_runner, verify_portable
+from bert_tf.export.verification import text_ids
+from bert_tf.finetune import heads
+from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
+from bert_tf.finetune.model import classifier_model
+from bert_tf.finetune.portable_dev import PortableDev
+from bert_tf.model.bert_config import BertConfig
+from bert_tf.model.pretraining import pretraining_model
+from helpers import run, write_output_dir
+
+FORMATS = ("litert", "onnx")
+TAGS = ["B-ORG", "I-ORG", "O"]
+CLASSES = ["neg", "pos", "mixed"]
+ANSWER_SETTINGS = {"max_query_length": 8, "doc_stride": 6, "max_answer_length": 5,
+                   "n_best_size": 4, "null_score_diff_threshold": 0.0,
+                   "version_2_with_negative": False}
+# The quantization each format's fine-tunes are exported with (the others: none).
+QUANTIZED = {("litert", "classify"): "int8", ("litert", "tag"): "fp16",
+             ("onnx", "classify"): "int8", ("onnx", "regress"): "fp16"}
+VERIFIED = re.compile(r"^verified: (\w+) (litert|onnx) (none|fp16|int8) ids equal, largest "
+                      r"output difference (\S+) \((\w+); tolerance (\S+)\)$", re.M)
+
+
+def verified(line, kind, export_format, quantize):
+  """Checks a verification line; returns its difference."""
+  match = VERIFIED.search(line)
+  assert match and match.groups()[:3] == (kind, export_format, quantize), line
+  assert float(match[4]) <= float(match[6])
+  return float(match[4])
+
+
+@pytest.fixture(scope="module")
+def finetunes(vocab_file, tmp_path_factory):
+  """An output_dir of each kind on a one-layer encoder: {kind: output_dir}."""
+  vocabulary = Vocabulary(vocab_file)
+  config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+  root = tmp_path_factory.mktemp("finetunes")
+  made = {}
+  for seed, kind in enumerate(("classify", "regress", "tag", "answer")):
+    keras.utils.set_random_seed(seed)
+    body = pretraining_model(config).get_layer("bert_encoder")
+    model = {"classify": lambda body: classifier_model(body, len(CLASSES)),
+             "regress": heads.regression_model,
+             "tag": lambda body: heads.tagging_model(body, len(TAGS)),
+             "answer": heads.span_model}[kind](body)
+    task = {"task": kind, "labels": {"classify": CLASSES, "tag": TAGS}.get(kind, []),
+            "pair": kind == "regress", "seq_length": 24, "lower_case": True,
+            **(ANSWER_SETTINGS if kind == "answer" else {})}
+    made[kind] = write_output_dir(str(root / kind), model, config, vocabulary, task)
+  return made
+
+
+@pytest.fixture(scope="module")
+def exported(model_dir, finetunes, tmp_path_factory):
+  """Every export, made once: {(format, kind): (directory, what its check said)}; "encoder"
+  by the command on `model_dir`."""
+  root = tmp_path_factory.mktemp("portable")
+  made = {}
+  for export_format in FORMATS:
+    output = str(root / f"encoder_{export_format}")
+    result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}",
+                  f"--format={export_format}", f"--output={output}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    made[export_format, "encoder"] = (output, result.stdout)
+    for kind, output_dir in finetunes.items():
+      portable = portable_finetuned(load_finetuned(output_dir))
+      quantize = QUANTIZED.get((export_format, kind), "none")
+      output = export_portable(portable, export_format, quantize,
+                               str(root / f"{kind}_{export_format}"))
+      made[export_format, kind] = (output, verify_portable(portable, export_format, quantize,
+                                                           output))
+  return made
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("export_format", FORMATS)
+def test_the_encoder_and_every_kind_export_and_check_themselves(exported, export_format):
+  for kind in KIND_OUTPUTS:
+    directory, said = exported[export_format, kind]
+    quantize = QUANTIZED.get((export_format, kind), "none")
+    difference = verified(said, kind, export_format, quantize)
+    if quantize != "none":
+      assert difference > 0  # the weights were rounded
+    with open(os.path.join(directory, "portable.json")) as f:
+      description = json.load(f)
+    seq_length = 32 if kind == "encoder" else 24  # the run's, the fine-tune's
+    assert description["inputs"] == {
+        name: {"dtype": "int32", "shape": ["batch", seq_length]}
+        for name in ("input_ids", "token_type_ids", "attention_mask")}
+    assert sorted(description["outputs"]) == sorted(KIND_OUTPUTS[kind][1])
+    assert description["quantize"] == quantize and description["kind"] == kind
+    assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(kind, [])
+    assert sorted(os.listdir(directory)) == sorted([
+        description["model_file"], "portable.json", "tokenizer.json", "vocab.txt"])
+  assert "wrote" in exported[export_format, "encoder"][1]
+
+
+@pytest.mark.e2e
+def test_a_changed_weight_fails_the_check_in_one_line(exported, finetunes):
+  portable = portable_finetuned(load_finetuned(finetunes["tag"]))
+  bias = portable.model.get_layer("classifier").bias
+  bias.assign(bias.numpy() + np.array([0.0, 0.5, 0.0], np.float32))
+  directory, _ = exported["onnx", "tag"]
+  with pytest.raises(UserError, match=r"^tag onnx none export failed verification: its logits "
+                     r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+    verify_portable(portable, "onnx", "none", directory)
+
+
+@pytest.mark.e2e
+def test_a_quantized_classifiers_dev_figure_beside_the_keras_models(exported, finetunes,
+                                                                    tmp_path):
+  dev_file = tmp_path / "dev.tsv"
+  texts = ["The for statement iterates over a sequence.", "Café naïve résumé.",
+           "A class defines a new type.", "北京大学", "Exceptions are raised."] * 4
+  dev_file.write_text("text\tlabel\n" + "".join(
+      f"{text}\t{CLASSES[i % 3]}\n" for i, text in enumerate(texts)))
+  portable = portable_finetuned(load_finetuned(finetunes["classify"]))
+  dev = PortableDev(portable, str(dev_file), data_dir=str(tmp_path), text_columns="text",
+                    label_column="label", header=True)
+  directory, _ = exported["onnx", "classify"]
+  line = dev.line(portable, runtime_runner("onnx", directory), "onnx int8")
+  match = re.fullmatch(r"dev: onnx int8 dev_accuracy (\S+), the Keras model's (\S+) \(20 "
+                       r"examples\)", line)
+  assert match, line
+  assert abs(float(match[1]) - float(match[2])) <= 0.1
+  with pytest.raises(UserError, match=r"dev figures are computed for a classify or regress "
+                     r"fine-tune, not for 'tag'"):
+    PortableDev(portable_finetuned(load_finetuned(finetunes["tag"])), str(dev_file),
+                data_dir=str(tmp_path), text_columns="text", label_column="label", header=True)
+
+
+def test_portable_tokenizer_gives_our_ids_but_where_the_docs_say(vocab_file, corpus_pattern):
+  """On the corpus's text the same ids; the documented differences: a final capital sigma
+  (uncased) and characters that its Unicode tables class otherwise (cased)."""
+  import glob
+  vocabulary = Vocabulary(vocab_file)
+  with open(sorted(glob.glob(corpus_pattern))[0], encoding="utf-8") as f:
+    lines = [line.strip() for line in f if line.strip()][:200]
+  for lower_case in (True, False):
+    ours = vocabulary.tokenizer(lower_case)
+    theirs = portable_tokenizer(vocab_file, lower_case=lower_case, seq_length=512)
+    theirs.no_padding()
+    theirs.no_truncation()
+    ids = ours.tokenize(tf.constant(lines)).to_list()
+    assert [encoded.ids[1:-1] for encoded in theirs.encode_batch(lines)] == ids
+  tokens = ["ς", "σ", "##ς", "##σ", "οδυσσευ", "⹅", "x", "##x", "##⹅"]
+  path = os.path.join(os.path.dirname(vocab_file), "..", "sigma_vocab.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("".join(f"{token}\n" for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                                *tokens]))
+  small = Vocabulary(path)
+  uncased = portable_tokenizer(path, lower_case=True, seq_length=16)
+  assert [small.tokens[i] for i in text_ids(small.tokenizer(True), "ΟΔΥΣΣΕΥΣ")] == [
+      "οδυσσευ", "##ς"]
+  assert uncased.encode("ΟΔΥΣΣΕΥΣ").tokens[1:3] == ["οδυσσευ", "##σ"]
+  cased = portable_tokenizer(path, lower_case=False, seq_length=16)
+  assert [small.tokens[i] for i in text_ids(small.tokenizer(False), "⹅x")] == ["⹅", "x"]
+  assert cased.encode("⹅x").tokens[1:3] == ["⹅", "##x"]  # U+2E45 not punctuation in its tables
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"format": "onnx", "quantize": "int4"}, "unknown quantize 'int4': use one of none, fp16, "
+     "int8"),
+    ({"quantize": "int8"}, "--quantize, --seq_length and --dev_file are for --format=litert or "
+     "onnx"),
+    ({"format": "litert", "seq_length": 2}, "seq_length 2 is too short (at least 4, or 0)"),
+    ({"format": "onnx", "dev_file": "dev.tsv", "skip_verify": True}, "--dev_file's figures are "
+     "part of the check: drop --skip_verify"),
+])
+def test_bad_settings_are_one_line(settings, message):
+  with pytest.raises(UserError, match=f"^{re.escape(message)}$"):
+    ExportConfig(model_dir="m", output="o", **settings).check()
+
+
+def test_a_format_whose_runtime_is_missing_names_what_to_install(monkeypatch):
+  from bert_tf.export import export_settings
+  real = export_settings.importlib.util.find_spec
+  monkeypatch.setattr(export_settings.importlib.util, "find_spec",
+                      lambda name: None if name == "tf2onnx" else real(name))
+  with pytest.raises(UserError, match=r"^--format=onnx needs tf2onnx: pip install "
+                     r"'bert_tf\[portable\]'$"):
+    ExportConfig(model_dir="m", output="o", format="onnx").check()
+
+
+def test_a_converter_that_fails_is_one_line(finetunes, tmp_path, monkeypatch):
+  portable = portable_finetuned(load_finetuned(finetunes["regress"]))
+
+  def failing(*args):
+    raise RuntimeError("tf2onnx: unsupported op Foo\n  a long traceback")
+  monkeypatch.setattr(portable_module, "_onnx", failing)
+  with pytest.raises(UserError, match=r"^the onnx converter failed \(RuntimeError\): tf2onnx: "
+                     r"unsupported op Foo$"):
+    export_portable(portable, "onnx", "none", str(tmp_path / "out"))
+  assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.e2e
+def test_the_command_refuses_in_one_line(tmp_path, model_dir):
+  for flags, message in [
+      ([f"--model_dir={tmp_path}", "--format=litert"], None),
+      ([f"--model_dir={model_dir}", "--format=onnx", "--dev_file=dev.tsv"],
+       "error: --dev_file is for a fine-tune's output_dir, not a pre-training run"),
+      ([f"--model_dir={model_dir}", "--format=onnx", "--quantize=int3"],
+       "error: flag --quantize=int3: value should be one of <none|fp16|int8>")]:
+    result = run(["-m", "bert_tf.export", *flags, f"--output={tmp_path / 'out'}"])
+    assert result.returncode == 2, result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and (message is None or last == message), last
+    assert "Traceback" not in result.stderr
+
+
+# === The examples: post-processing with the runtime alone ===
+
+TAG_TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "北京大学 and 서울",
+             "x " * 30]
+QUESTIONS = ["Where does the debugger stop?", "What does the method return?", "Anything?"]
+CONTEXTS = ["The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows it.",
+            "Naïve Café: the résumé of a class method returns its object.", ""]
+# Runs an example script as `python examples/NAME.py ARGS`, then checks that nothing imported
+# TensorFlow: argv = the script, its arguments.
+WITHOUT_TENSORFLOW = r"""
+import runpy, sys
+script, sys.argv = sys.argv[1], sys.argv[1:]
+sys.path.insert(0, script.rsplit("/", 1)[0])
+runpy.run_path(script, run_name="__main__")
+assert "tensorflow" not in sys.modules, "tensorflow was imported"
+"""
+
+
+def example(name, *args):
+  """What `examples/NAME.py *args` printed, each line as JSON, run in a fresh interpreter."""
+  script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples", f"{name}.py")
+  result = run(["-c", WITHOUT_TENSORFLOW, script, *args], fresh=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return [json.loads(line) for line in result.stdout.strip().splitlines()]
+
+
+@pytest.mark.e2e
+def test_the_examples_give_the_saved_models_tags_and_answers(exported, finetunes, tmp_path):
+  import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer's ops)
+
+  from bert_tf.finetune.export import export_task
+  served = {}
+  for kind, inputs in (("tag", {"text": TAG_TEXTS}),
+                       ("answer", {"question": QUESTIONS, "context": CONTEXTS})):
+    finetuned = load_finetuned(finetunes[kind])
+    directory = export_task(finetuned.model, finetuned.task, finetuned.vocabulary,
+                            str(tmp_path / kind))
+    signature = tf.saved_model.load(directory).signatures[kind]
+    served[kind] = {name: value.numpy() for name, value in signature(
+        **{name: tf.constant(texts) for name, texts in inputs.items()}).items()}
+  tags = served["tag"]
+  expected = [[[tags["words"][i, j].decode(), tags["tags"][i, j].decode(),
+                int(tags["starts"][i, j]), int(tags["ends"][i, j])]
+               for j in range(tags["num_words"][i])] for i in range(len(TAG_TEXTS))]
+  assert expected[3][-1][1] == "O"  # past the sequence
+  assert example("tag", exported["onnx", "tag"][0], *TAG_TEXTS) == expected
+  answers = served["answer"]
+  for export_format in FORMATS:
+    for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
+      (got,) = example("answer", exported[export_format, "answer"][0], question, context)
+      assert (got["answer"], got["start"], got["end"], got["has_answer"]) == (
+          answers["answer"][i].decode(), answers["start"][i], answers["end"][i],
+          answers["has_answer"][i]), (export_format, i)
+      # start + end logit: two outputs, each within the export's check's 1e-4
+      assert got["score"] == pytest.approx(float(answers["score"][i]), abs=2e-4)
