@@ -7,24 +7,38 @@ last example a pipeline gave is the largest key of its replicas. Replica r is fe
 pipeline r // (replicas / pipelines): one pipeline for all local replicas, as
 `distribute_datasets_from_function` does under MirroredStrategy, MultiWorkerMirroredStrategy
 (one pipeline per worker) and TPUStrategy (one per host).
+
+Beside the positions a checkpoint holds their layout (`piece_deal.Layout`: how many input
+pipelines made them, and the pieces each carries on after a change of that number), read with
+`read_layout`, so that a run of another number of replicas or pipelines can deal the old
+pipelines' unread pieces to its own (`piece_deal.py`) instead of failing to restore them.
 """
 
 import contextlib
 
+import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import stream_position
+from bert_tf.data import piece_deal, stream_position
 from bert_tf.errors import UserError
+
+NAME, LAYOUT_NAME = "data_position", "data_layout"  # their names in a checkpoint
+_LAYOUT_KEY = f"{LAYOUT_NAME}/.ATTRIBUTES/json"
 
 
 class DataPosition:
-  """The variable that holds the positions; create it under the strategy's scope."""
+  """The variable that holds the positions, and their layout; create it under the strategy's
+  scope. A checkpoint saves `saved` (the positions) and `saved_layout`."""
 
-  def __init__(self, num_replicas: int):
+  def __init__(self, num_replicas: int, num_pipelines: int = 1):
     # -1: nothing consumed yet, so every pipeline starts at stream_position.BEGINNING (0).
     self.last_consumed = tf.Variable(
         tf.fill([num_replicas], tf.constant(-1, tf.int64)), trainable=False,
         name="data_position", aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self.layout = piece_deal.Layout(num_pipelines)
+    self.restored = None  # the positions last restored, of whatever number of replicas
+    self.saved = _SavedPositions(self)
+    self.saved_layout = _SavedLayout(self)
 
   def record(self, keys: tf.Tensor) -> None:
     """In a replica's training step: `keys` are its batch's stream positions. Every replica
@@ -34,12 +48,27 @@ class DataPosition:
 
   def start(self, num_pipelines: int, pipeline: int) -> int:
     """Where input pipeline `pipeline` of `num_pipelines` starts: after its last example."""
-    last = self.last_consumed.numpy()
-    if len(last) % num_pipelines:
-      raise UserError(f"the checkpoint's data position has {len(last)} replicas, which "
-                      f"{num_pipelines} input pipelines cannot share")
-    per_pipeline = len(last) // num_pipelines
-    return int(last[pipeline * per_pipeline:(pipeline + 1) * per_pipeline].max()) + 1
+    return next_keys(self.last_consumed.numpy(), num_pipelines)[pipeline]
+
+  def reading(self, num_pipelines: int, pipeline: int) -> dict:
+    """Where input pipeline `pipeline` of `num_pipelines` starts, as the keyword arguments of
+    `pretraining_dataset`: its start position, and the pieces it carries on, if any."""
+    if num_pipelines != self.layout.pipelines:
+      raise UserError(f"{num_pipelines} input pipelines read a data position laid out for "
+                      f"{self.layout.pipelines}")
+    carried = self.layout.carried_by(pipeline)
+    return {"start_position": self.start(num_pipelines, pipeline),
+            **({"carried": carried, "carried_epoch": self.layout.carried_epoch}
+               if carried else {})}
+
+  def place(self, layout: piece_deal.Layout, first_keys: list[int]) -> None:
+    """Lays the position out anew (after another number of pipelines): each pipeline's
+    replicas just before its first key."""
+    replicas = self.last_consumed.shape[0]
+    per_pipeline = replicas // layout.pipelines
+    self.last_consumed.assign(tf.constant(
+        [first_keys[r // per_pipeline] - 1 for r in range(replicas)], tf.int64))
+    self.layout = layout
 
   @contextlib.contextmanager
   def kept_across_restore(self):
@@ -48,6 +77,58 @@ class DataPosition:
     consumed = self.last_consumed.numpy()
     yield
     self.last_consumed.assign(consumed)
+
+
+def next_keys(last: np.ndarray, num_pipelines: int) -> list[int]:
+  """The key after each input pipeline's last example, from the replicas' `last` keys."""
+  if len(last) % num_pipelines:
+    raise UserError(f"the checkpoint's data position has {len(last)} replicas, which "
+                    f"{num_pipelines} input pipelines cannot share")
+  per_pipeline = len(last) // num_pipelines
+  return [int(last[p * per_pipeline:(p + 1) * per_pipeline].max()) + 1
+          for p in range(num_pipelines)]
+
+
+def read_layout(checkpoint: str) -> piece_deal.Layout | None:
+  """The layout of the checkpoint `checkpoint`'s data position; None when it has none
+  (written before layouts: then by as many pipelines as replicas or one)."""
+  reader = tf.train.load_checkpoint(checkpoint)
+  if not reader.has_tensor(_LAYOUT_KEY):
+    return None
+  value = reader.get_tensor(_LAYOUT_KEY)
+  return piece_deal.Layout.from_json(value.decode() if isinstance(value, bytes) else value)
+
+
+class _SavedPositions(tf.__internal__.tracking.Trackable):
+  """The positions in a checkpoint, saved as the variable itself was (so checkpoints written
+  before layouts restore alike); restored into the variable when it has as many replicas, and
+  kept in `restored` whatever their number."""
+
+  def __init__(self, position: DataPosition):
+    self.position = position
+
+  def _serialize_to_tensors(self):
+    return {"VARIABLE_VALUE": self.position.last_consumed.read_value()}
+
+  def _restore_from_tensors(self, restored_tensors):
+    value = restored_tensors["VARIABLE_VALUE"]
+    self.position.restored = value.numpy()
+    if value.shape != self.position.last_consumed.shape:
+      return tf.no_op()
+    return self.position.last_consumed.assign(value)
+
+
+class _SavedLayout(tf.__internal__.tracking.Trackable):
+  """The layout in a checkpoint, one JSON string, read with `read_layout`, never restored."""
+
+  def __init__(self, position: DataPosition):
+    self.position = position
+
+  def _serialize_to_tensors(self):
+    return {"json": tf.constant(self.position.layout.to_json())}
+
+  def _restore_from_tensors(self, restored_tensors):
+    return tf.no_op()
 
 
 def strip_stream_positions(features: dict, position: DataPosition | None) -> dict:
