@@ -61,6 +61,12 @@ class DataPosition:
             **({"carried": carried, "carried_epoch": self.layout.carried_epoch}
                if carried else {})}
 
+  def saved_by_other_pipelines(self, checkpoint: str) -> bool:
+    """Whether the checkpoint `checkpoint` was saved by another number of input pipelines
+    than this run's (never, for one written before layouts)."""
+    layout = read_layout(checkpoint)
+    return layout is not None and layout.pipelines != self.layout.pipelines
+
   def place(self, layout: piece_deal.Layout, first_keys: list[int]) -> None:
     """Lays the position out anew (after another number of pipelines): each pipeline's
     replicas just before its first key."""

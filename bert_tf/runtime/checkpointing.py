@@ -90,7 +90,8 @@ class Checkpointer:
 
   def __init__(self, directory: str, model: keras.Model, optimizer, keep: int,
                record: dict | None = None, flag: str = "--model_dir",
-               read_only: dict | None = None, chief_directory: str = "", **state):
+               read_only: dict | None = None, chief_directory: str = "",
+               other_workers_saved=None, **state):
     self.optimizer = optimizer
     self.model = model
     self.advice = f"use a new {flag}"  # `flag`: the setting naming the run's directory
@@ -104,8 +105,11 @@ class Checkpointer:
     self.checkpoint = tf.train.Checkpoint(**state, **read_only)
     self.restoring = tf.train.Checkpoint(**state)
     self.restored_path = ""  # the checkpoint restored last
-    # Under a multi-worker strategy, the chief's checkpoints (this worker's own on the chief).
+    # Under a multi-worker strategy, the chief's checkpoints (this worker's own on the chief),
+    # and whether one of them was saved by another number of workers than this run's (a
+    # function of its path): then every worker's own checkpoints are older, or none.
     self.chief_directory = chief_directory or directory
+    self.other_workers_saved = other_workers_saved or (lambda path: False)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
     # Called before each save: what a run resumed from the checkpoint must find on disk up to
     # its step (the training curves), written before the checkpoint can be named the latest.
@@ -170,16 +174,24 @@ class Checkpointer:
 
   def _restore_common_step(self, strategy: tf.distribute.MultiWorkerMirroredStrategy):
     """Goes back to the newest step every worker restored: workers killed at once can be
-    caught on either side of a save. A worker without checkpoints of its own (new to the run,
-    which had fewer workers) restores the chief's of that step."""
+    caught on either side of a save. When the chief's checkpoint was saved by another number
+    of workers (the run went on without this cluster's others, or had fewer), every worker
+    restores the chief's; a worker without checkpoints of its own, the chief's of the step."""
     own = self.step if self.restored_path else -1
-    steps = strategy.gather(strategy.run(lambda: tf.constant([own], tf.int64)), axis=0)
-    steps = [int(step) for step in steps.numpy()]
+    resized = (self.chief_directory == self.manager.directory and bool(self.restored_path)
+               and self.other_workers_saved(self.restored_path))
+    mine = tf.constant([[own, int(resized)]], tf.int64)
+    gathered = strategy.gather(strategy.run(lambda: mine), axis=0).numpy()
+    steps = [int(step) for step in gathered[:, 0]]
+    if gathered[0, 1]:  # the chief's (worker 0's) was saved by another number of workers
+      if self.chief_directory != self.manager.directory:
+        self._restore_chiefs(steps[0], "the chief's was saved by another number of workers")
+      return
     common = min((step for step in steps if step >= 0), default=-1)
     if own == common:
       return
     if own < 0:
-      self._restore_chiefs(common)
+      self._restore_chiefs(common, "this worker has none of its own (new to the run)")
       return
     path = os.path.join(self.manager.directory, f"ckpt-{common}")
     if path not in self.manager.checkpoints:
@@ -190,15 +202,14 @@ class Checkpointer:
                 steps, common)
     self._restore(path)
 
-  def _restore_chiefs(self, step: int) -> None:
-    """Restores the chief's checkpoint of `step`: this worker has none of its own."""
+  def _restore_chiefs(self, step: int, why: str) -> None:
+    """Restores the chief's checkpoint of `step` instead of this worker's own, `why`."""
     path = os.path.join(self.chief_directory, f"ckpt-{step}")
     if not tf.io.gfile.exists(path + ".index"):
       raise UserError(f"this worker has no checkpoint in {self.manager.directory}, and the "
                       f"chief's {path} cannot be read from here: copy the chief's checkpoints "
                       f"there to add this worker to the run")
-    log.info("This worker has no checkpoint of its own (new to the run): restoring the "
-             "chief's %s", path)
+    log.info("Restoring the chief's checkpoint %s: %s", path, why)
     self._restore(path)
 
   def continue_from(self, model_dir: str) -> int:

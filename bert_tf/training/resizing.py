@@ -60,7 +60,8 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
   carried = [u for mine in layout.carried for u in mine]
   epochs = sorted({u.epoch for u in carried})
   named = f"epoch {epochs[0]}" if len(epochs) == 1 else f"epochs {epochs[0]}-{epochs[-1]}"
-  return (f"{len(restored)} replicas -> {replicas} (input pipelines {old.pipelines} -> "
+  were = f"{len(restored)} replica{'s' if len(restored) > 1 else ''}"
+  return (f"{were} -> {replicas} (input pipelines {old.pipelines} -> "
           f"{pipelines}): the {len(carried)} pieces left unread of {named} "
           f"({sum(u.first_example > 0 for u in carried)} begun) are dealt to the new pipelines "
           f"from where they stood; epoch {layout.carried_epoch + 1} on is shared among them")

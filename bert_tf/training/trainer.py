@@ -54,6 +54,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           keep=config.keep_checkpoints, data_position=data_position.saved,
           read_only={LAYOUT_NAME: data_position.saved_layout},
           chief_directory=chief_checkpoints,
+          other_workers_saved=data_position.saved_by_other_pipelines,
           record=run_files.run_record_of(config, bert_config, vocabulary))
       initialisation.restore_or_initialise(checkpointer, model, bert_config, config, strategy)
       changes.carry_on(data_position, checkpointer)  # another stream, or number of workers
