@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.data import stream_position
-from bert_tf.data.data_position import DataPosition, strip_stream_positions
+from bert_tf.data import piece_deal, stream_position
+from bert_tf.data.data_position import DataPosition, read_layout, strip_stream_positions
 from helpers import run
 
 BATCH, SEQ, PREDICTIONS = 8, 64, 10
@@ -209,3 +209,27 @@ def test_replicas_record_their_pipeline_position():
   # 8 updates of 4 examples, run 4 per execution: counted per update.
   assert results["one_device_four_steps_per_execution"] == {
       "recorded": [31], "start": 32, "steps": 8}
+
+
+def test_positions_and_their_layout_are_read_whatever_the_number_of_replicas(tmp_path):
+  """A checkpoint's positions of two replicas restore into a run of one as `restored` (its
+  variable left as it was), with their layout; one written before layouts (the variable saved
+  itself) restores alike, without a layout."""
+  two = DataPosition(2, num_pipelines=2)
+  two.last_consumed.assign([7, 9])
+  two.layout = piece_deal.Layout(2, 0, ((piece_deal.Unread(0, 3, 2, 5),), ()))
+  saved = tf.train.Checkpoint(data_position=two.saved, data_layout=two.saved_layout).save(
+      str(tmp_path / "new"))
+  legacy = tf.train.Checkpoint(data_position=tf.Variable([4, 6], dtype=tf.int64)).save(
+      str(tmp_path / "legacy"))
+  for path, layout in ((saved, two.layout), (legacy, None)):
+    one = DataPosition(1)
+    tf.train.Checkpoint(data_position=one.saved).restore(path).expect_partial()
+    assert one.restored.tolist() == ([7, 9] if layout else [4, 6])
+    assert one.last_consumed.numpy().tolist() == [-1]
+    assert read_layout(path) == layout
+  same = DataPosition(2, num_pipelines=2)
+  tf.train.Checkpoint(data_position=same.saved).restore(saved).expect_partial()
+  assert same.last_consumed.numpy().tolist() == [7, 9]
+  assert same.saved_by_other_pipelines(saved) is False
+  assert DataPosition(1).saved_by_other_pipelines(saved) is True

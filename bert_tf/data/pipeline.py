@@ -21,6 +21,7 @@ import tensorflow as tf
 from bert_tf.data import corpus, masking, mixture, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.data_settings import PipelineConfig
+from bert_tf.data.piece_deal import Unread
 from bert_tf.data.prefetching import prefetched
 from bert_tf.data.text_pairs import combined_segments
 from bert_tf.data.tokenization import Vocabulary
@@ -133,29 +134,67 @@ def _cached(blocks: tf.data.Dataset, path: tf.Tensor) -> tf.data.Dataset:
                                                                      validate=False))
 
 
-class _Pieces:
-  """This input pipeline's pieces of the corpus, as tensors: piece i of the plan goes to
-  pipeline i % num_shards, so the shares differ by at most one piece."""
+def plan_for(files: list[str], piece_bytes: int, num_shards: int) -> list:
+  """The pieces' plan of a corpus read by `num_shards` input pipelines (`pieces.plan_pieces`:
+  a small corpus is cut finer for more pipelines)."""
+  plan = pieces_lib.plan_pieces(files, piece_bytes, min_pieces=num_shards)
+  if len(plan) < num_shards:
+    raise UserError(f"the corpus cannot be shared by {num_shards} input pipelines: it makes "
+                    f"only {len(plan)} piece(s) (give more text or fewer workers)")
+  return plan
 
-  def __init__(self, files: list[str], piece_bytes: int, num_shards: int, shard_index: int):
-    plan = pieces_lib.plan_pieces(files, piece_bytes, min_pieces=num_shards)
-    if len(plan) < num_shards:
-      raise UserError(f"the corpus cannot be shared by {num_shards} input pipelines: it makes "
-                      f"only {len(plan)} piece(s) (give more text or fewer workers)")
-    ids = list(range(shard_index, len(plan), num_shards))
-    if len(ids) > stream_position.MAX_PIECES:
-      raise UserError(f"{len(ids)} pieces per input pipeline: at most "
+
+def share_of(plan_size: int, num_shards: int, shard_index: int) -> list[int]:
+  """The plan indices of input pipeline `shard_index`'s pieces: piece i goes to pipeline
+  i % num_shards, so the shares differ by at most one piece."""
+  return list(range(shard_index, plan_size, num_shards))
+
+
+def epoch_order(seed, epoch, count: int) -> tf.Tensor:
+  """The order an input pipeline reads its `count` pieces in `epoch`: a permutation of
+  range(count) drawn from (seed, epoch), int64 [count]."""
+  return tf.random.experimental.stateless_shuffle(
+      tf.range(count, dtype=tf.int64),
+      tf.stack([tf.cast(seed, tf.int64), tf.cast(epoch, tf.int64)]))
+
+
+class _Pieces:
+  """Pieces of the corpus as tensors, each with its index in its plan (`ids`, what its
+  randomness is keyed on)."""
+
+  def __init__(self, pieces: list[list[pieces_lib.FileRange]], ids: list[int],
+               cached: bool = True):
+    if len(pieces) > stream_position.MAX_PIECES:
+      raise UserError(f"{len(pieces)} pieces per input pipeline: at most "
                       f"{stream_position.MAX_PIECES} (use more workers)")
-    mine = [plan[i] for i in ids]
-    self.count = len(mine)
-    self.ids = tf.constant(ids, tf.int64)  # in the whole plan: what the randomness is keyed on
-    self.paths = tf.ragged.constant([[r.path for r in piece] for piece in mine], tf.string)
-    self.starts = tf.ragged.constant([[r.start for r in piece] for piece in mine], tf.int64)
-    self.ends = tf.ragged.constant([[r.end for r in piece] for piece in mine], tf.int64)
-    self.sizes = tf.ragged.constant([[r.file_size for r in piece] for piece in mine], tf.int64)
+    self.count = len(pieces)
+    # Whether --token_cache may keep them: carried pieces, read once, may be of another plan,
+    # whose indices name other bytes.
+    self.cached = cached
+    self.ids = tf.constant(ids, tf.int64)
+    self.paths = tf.ragged.constant([[r.path for r in piece] for piece in pieces], tf.string)
+    self.starts = tf.ragged.constant([[r.start for r in piece] for piece in pieces], tf.int64)
+    self.ends = tf.ragged.constant([[r.end for r in piece] for piece in pieces], tf.int64)
+    self.sizes = tf.ragged.constant([[r.file_size for r in piece] for piece in pieces],
+                                    tf.int64)
+
+  @classmethod
+  def share(cls, files: list[str], piece_bytes: int, num_shards: int, shard_index: int):
+    """This input pipeline's share of the corpus (`share_of`)."""
+    plan = plan_for(files, piece_bytes, num_shards)
+    ids = share_of(len(plan), num_shards, shard_index)
+    return cls([plan[i] for i in ids], ids)
+
+  @classmethod
+  def carried(cls, files: list[str], piece_bytes: int, carried: tuple[Unread, ...]):
+    """The pieces a pipeline carries on from another number of pipelines (`piece_deal.py`),
+    each from the plan it was dealt from."""
+    plans = {n: plan_for(files, piece_bytes, n) for n in {u.plan_pipelines for u in carried}}
+    return cls([plans[u.plan_pipelines][u.piece] for u in carried], [u.piece for u in carried],
+               cached=False)
 
   def documents(self, local: tf.Tensor, input_format: str) -> tf.data.Dataset:
-    """The documents of this pipeline's piece number `local`, in file order."""
+    """The documents of piece number `local`, in file order."""
     ranges = tf.data.Dataset.from_tensor_slices(
         (self.paths[local], self.starts[local], self.ends[local], self.sizes[local]))
     return ranges.flat_map(lambda path, start, end, size: corpus.read_range(
@@ -163,21 +202,49 @@ class _Pieces:
 
 
 class _Stream:
-  """One input pipeline's stream from its start position on: epochs of pieces, each piece's
-  examples with all their randomness keyed on (seed, epoch, piece), so that they are the same
-  whatever came before in the stream."""
+  """One input pipeline's stream from its start position on: the pieces it carries on from
+  another number of pipelines, if any, then epochs of its own pieces; each piece's examples
+  with all their randomness keyed on (seed, epoch, piece), so that they are the same whatever
+  came before in the stream, and whichever pipeline reads them."""
 
   def __init__(self, config: PipelineConfig, build_examples: ExampleBuilder, pieces: _Pieces,
                *, seed: int, start_position: int, holdout, with_positions: bool,
-               with_pairs: bool, token_cache: str):
+               with_pairs: bool, token_cache: str, carried: _Pieces | None = None,
+               carried_unread: tuple[Unread, ...] = (), carried_epoch: int = -1):
     self.config, self.build_examples, self.pieces = config, build_examples, pieces
     self.seed, self.holdout, self.token_cache = seed, holdout, token_cache
     self.with_positions, self.with_pairs = with_positions, with_pairs
     self.first_epoch, self.first_rank, self.first_example = stream_position.decode(
         start_position)
+    # Carried pieces are keyed (carried_epoch, rank among them, example rank in the piece).
+    self.carried, self.carried_epoch = carried, carried_epoch
+    self.carried_rank = self.carried_example = 0
+    if carried is not None and self.first_epoch <= carried_epoch:
+      self.carried_rank, self.carried_example = self.first_rank, self.first_example
+      self.first_epoch, self.first_rank, self.first_example = carried_epoch + 1, 0, 0
+    else:
+      self.carried = None
+    self.carried_epochs = tf.constant([u.epoch for u in carried_unread] or [0], tf.int64)
+    self.carried_firsts = tf.constant([u.first_example for u in carried_unread] or [0],
+                                      tf.int64)
+
+  def carried_pieces(self) -> tf.data.Dataset | None:
+    """The examples of the carried pieces from the start position on; None without any."""
+    if self.carried is None:
+      return None
+
+    def examples(rank):
+      skip = tf.where(rank == self.carried_rank, tf.constant(self.carried_example, tf.int64),
+                      self.carried_firsts[rank])
+      return self._examples(self.carried, rank, self.carried_epochs[rank],
+                            tf.constant(self.carried_epoch, tf.int64), rank, skip)
+
+    return tf.data.Dataset.range(self.carried_rank, self.carried.count).flat_map(
+        tf.autograph.experimental.do_not_convert(examples))
 
   def examples(self, repeat: bool) -> tf.data.Dataset:
-    """The stream's examples from its start position on: endless epochs, or one."""
+    """The stream's examples from its start position on: the carried pieces', then endless
+    epochs, or one."""
     epochs = (tf.data.Dataset.counter(self.first_epoch) if repeat else
               tf.data.Dataset.range(self.first_epoch, 1))
     # The stream's functions are tf ops throughout (loops and branches written as
@@ -185,15 +252,15 @@ class _Stream:
     # functions made inside them: AutoGraph's conversion would only add about a CPU-second of
     # start-up.
     as_written = tf.autograph.experimental.do_not_convert
-    return epochs.flat_map(as_written(self.epoch_pieces)).flat_map(
+    examples = epochs.flat_map(as_written(self.epoch_pieces)).flat_map(
         as_written(self.piece_examples))
+    carried = self.carried_pieces()
+    return examples if carried is None else carried.concatenate(examples)
 
   def epoch_pieces(self, epoch: tf.Tensor) -> tf.data.Dataset:
     """(epoch, rank, piece) of one epoch's pieces from the start position on, in an order
     drawn from (seed, epoch)."""
-    order = tf.random.experimental.stateless_shuffle(
-        tf.range(self.pieces.count, dtype=tf.int64),
-        tf.stack([tf.cast(self.seed, tf.int64), epoch]))
+    order = epoch_order(self.seed, epoch, self.pieces.count)
     first = tf.where(epoch == self.first_epoch, tf.constant(self.first_rank, tf.int64), 0)
     return tf.data.Dataset.range(first, self.pieces.count).map(
         lambda rank: (epoch, rank, order[rank]))
@@ -202,12 +269,20 @@ class _Stream:
                      local: tf.Tensor) -> tf.data.Dataset:
     """The examples of the piece at `rank` in `epoch` (this pipeline's piece `local`), from
     the start position on."""
+    is_first_piece = (epoch == self.first_epoch) & (rank == self.first_rank)
+    skip = tf.where(is_first_piece, tf.constant(self.first_example, tf.int64), 0)
+    return self._examples(self.pieces, local, epoch, epoch, rank, skip)
+
+  def _examples(self, pieces: _Pieces, local: tf.Tensor, epoch: tf.Tensor,
+                key_epoch: tf.Tensor, rank: tf.Tensor, skip: tf.Tensor) -> tf.data.Dataset:
+    """The examples of `pieces`' piece `local` in `epoch`, keyed (key_epoch, rank, example
+    rank), the first `skip` left out."""
     piece_seed = tf.random.experimental.stateless_fold_in(
-        tf.stack([tf.cast(self.seed, tf.int64), epoch]), self.pieces.ids[local])
+        tf.stack([tf.cast(self.seed, tf.int64), epoch]), pieces.ids[local])
     document_seed, example_seed, window_seed = tf.unstack(
         tf.random.experimental.stateless_split(piece_seed, 3))
-    windows = self._windows(local, document_seed)
-    examples = windows.map(self._window_examples(epoch, rank, window_seed),
+    windows = self._windows(pieces, local, document_seed)
+    examples = windows.map(self._window_examples(key_epoch, rank, window_seed),
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     # Examples of one window come from the same few documents: shuffling spreads them out.
     examples = _shuffled_blocks(examples.batch(self.config.example_shuffle_buffer),
@@ -215,23 +290,23 @@ class _Stream:
     if self.with_positions:
       # Keys in the order examples leave the piece; a piece cannot make more examples than
       # a key counts (stream_position.py), and the bounded range makes sure of it.
-      first_key = stream_position.encode(epoch, rank, tf.constant(0, tf.int64))
+      first_key = stream_position.encode(key_epoch, rank, tf.constant(0, tf.int64))
       examples = tf.data.Dataset.zip(tf.data.Dataset.range(
           first_key, first_key + stream_position.MAX_EXAMPLES), examples)
-    is_first_piece = (epoch == self.first_epoch) & (rank == self.first_rank)
-    return examples.skip(tf.where(is_first_piece, tf.constant(self.first_example, tf.int64), 0))
+    return examples.skip(skip)
 
-  def _windows(self, local: tf.Tensor, document_seed: tf.Tensor) -> tf.data.Dataset:
+  def _windows(self, pieces: _Pieces, local: tf.Tensor,
+               document_seed: tf.Tensor) -> tf.data.Dataset:
     """(index, window) of a piece: windows of `documents_per_window` tokenized documents,
     int32 [documents, (sentences), (tokens)]."""
-    documents = self.pieces.documents(local, self.config.input_format)
+    documents = pieces.documents(local, self.config.input_format)
     if self.holdout:
       documents = self.holdout(documents)
     blocks = documents.ragged_batch(self.config.document_shuffle_buffer).map(
         self.build_examples.tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if self.token_cache:
+    if self.token_cache and pieces.cached:
       blocks = _cached(blocks, tf.strings.join(
-          [self.token_cache, "/piece-", tf.strings.as_string(self.pieces.ids[local])]))
+          [self.token_cache, "/piece-", tf.strings.as_string(pieces.ids[local])]))
     # Shuffling documents mixes the files of a piece, so that a window pairs documents of
     # several of them.
     documents = _shuffled_blocks(blocks, document_seed)
@@ -264,6 +339,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         start_position=stream_position.BEGINNING,
                         with_positions: bool = False, with_pairs: bool = False,
                         holdout=None, token_cache: str = "", weights=None,
+                        carried: tuple[Unread, ...] | None = None, carried_epoch: int = -1,
                         **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
@@ -294,6 +370,9 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
     weights: one positive number per group of `file_patterns`: the examples are drawn from
       the groups in that proportion, each group's NotNext partners from the group itself
       (`mixture.py`). None: one corpus.
+    carried, carried_epoch: the pieces this pipeline carries on from another number of
+      pipelines (`piece_deal.py`), read before its own epochs, which start at
+      `carried_epoch + 1`; their keys are of the epoch `carried_epoch`. One corpus only.
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
@@ -301,19 +380,23 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   config.check()
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
 
-  def stream(files, seed, start_position, with_positions):
+  def stream(files, seed, start_position, with_positions, carried=None):
     return _Stream(
         config, example_builder(vocabulary, config),
-        _Pieces(files, config.piece_bytes, num_shards, shard_index), seed=seed,
+        _Pieces.share(files, config.piece_bytes, num_shards, shard_index), seed=seed,
         start_position=start_position, holdout=holdout, with_positions=with_positions,
-        with_pairs=with_pairs, token_cache=token_cache)
+        with_pairs=with_pairs, token_cache=token_cache,
+        carried=_Pieces.carried(files, config.piece_bytes, carried) if carried else None,
+        carried_unread=carried or (), carried_epoch=carried_epoch)
 
   if weights is None:
     examples = stream(corpus.list_files(file_patterns, data_dir), seed, start_position,
-                      with_positions).examples(repeat)
+                      with_positions, carried).examples(repeat)
   else:
     if token_cache:
       raise ValueError("a mixture's pieces are not cached")
+    if carried:
+      raise ValueError("a mixture's pieces are not carried to another number of pipelines")
     groups = corpus.list_groups(file_patterns, data_dir)
     starts = mixture.starts(start_position, len(groups))
     examples = mixture.mixed(

@@ -15,7 +15,8 @@ this is written here on `tf.train.CheckpointManager`:
   indexed again. A save that fails (disk full): `TrainingStopped` naming the checkpoint, what
   was written of it removed, the previous one still the latest. A weight that is not finite is
   never saved.
-- Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have.
+- Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have;
+  a worker new to the run (more workers than it had) restores the chief's checkpoint of it.
 When a run saves and stops (every N steps, signals, non-finite losses): `stopping.py`.
 """
 
@@ -84,10 +85,13 @@ def _random_states(model: keras.Model) -> list:
 class Checkpointer:
   """Saves and restores model + optimizer + dropout RNG state under `directory`, with the
   run's own `state` (trackables by name: pre-training's `data_position`, fine-tuning's
-  position and dev record)."""
+  position and dev record). `read_only` trackables are saved too but never restored: their
+  owners read them from `restored_path` (the data position's layout)."""
 
   def __init__(self, directory: str, model: keras.Model, optimizer, keep: int,
-               record: dict | None = None, flag: str = "--model_dir", **state):
+               record: dict | None = None, flag: str = "--model_dir",
+               read_only: dict | None = None, chief_directory: str = "",
+               other_workers_saved=None, **state):
     self.optimizer = optimizer
     self.model = model
     self.advice = f"use a new {flag}"  # `flag`: the setting naming the run's directory
@@ -95,9 +99,17 @@ class Checkpointer:
     self.seed_state_count = len(seed_states)
     state = dict(model=model, optimizer=optimizer, seed_states=seed_states, **state)
     # Saved with the run's record (`bert_tf.run_record`), which is read, never restored.
-    self.checkpoint = tf.train.Checkpoint(
-        **state, **({run_record.NAME: run_record.Record(record)} if record else {}))
+    read_only = {**(read_only or {}),
+                 **({run_record.NAME: run_record.Record(record)} if record else {})}
+    self.read_only_names = set(read_only)
+    self.checkpoint = tf.train.Checkpoint(**state, **read_only)
     self.restoring = tf.train.Checkpoint(**state)
+    self.restored_path = ""  # the checkpoint restored last
+    # Under a multi-worker strategy, the chief's checkpoints (this worker's own on the chief),
+    # and whether one of them was saved by another number of workers than this run's (a
+    # function of its path): then every worker's own checkpoints are older, or none.
+    self.chief_directory = chief_directory or directory
+    self.other_workers_saved = other_workers_saved or (lambda path: False)
     self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
     # Called before each save: what a run resumed from the checkpoint must find on disk up to
     # its step (the training curves), written before the checkpoint can be named the latest.
@@ -116,7 +128,7 @@ class Checkpointer:
     paths = list(reversed(indexed or self._checkpoints_without_index()))  # newest first
     for path in paths:
       try:
-        _restore_fitting(self.restoring, path, self.advice, partial=self._holds_more(path))
+        self._restore(path)
         break
       except UnreadableCheckpoint as e:
         log.warning("%s: resuming from the previous one", e)
@@ -130,6 +142,10 @@ class Checkpointer:
       self.save()  # indexed again, as the latest
     return self.step
 
+  def _restore(self, path: str) -> None:
+    _restore_fitting(self.restoring, path, self.advice, partial=self._holds_more(path))
+    self.restored_path = path
+
   def _holds_more(self, path: str) -> bool:
     """Whether the checkpoint `path` holds more than this model restores: its record, or more
     dropout random-number states than this model has (dropout turned off since, as with
@@ -138,7 +154,7 @@ class Checkpointer:
       names = tf.train.load_checkpoint(path).get_variable_to_shape_map()
     except (ValueError, tf.errors.OpError):
       return False  # the restore says why it cannot be read
-    return (any(name.split("/")[0] == run_record.NAME for name in names)
+    return (any(name.split("/")[0] in self.read_only_names for name in names)
             or sum(name.split("/")[0] == "seed_states" for name in names)
             > self.seed_state_count)
 
@@ -158,11 +174,24 @@ class Checkpointer:
 
   def _restore_common_step(self, strategy: tf.distribute.MultiWorkerMirroredStrategy):
     """Goes back to the newest step every worker restored: workers killed at once can be
-    caught on either side of a save."""
-    steps = strategy.gather(strategy.run(lambda: tf.constant([self.step], tf.int64)), axis=0)
-    steps = [int(step) for step in steps.numpy()]
-    common = min(steps)
-    if self.step == common:
+    caught on either side of a save. When the chief's checkpoint was saved by another number
+    of workers (the run went on without this cluster's others, or had fewer), every worker
+    restores the chief's; a worker without checkpoints of its own, the chief's of the step."""
+    own = self.step if self.restored_path else -1
+    resized = (self.chief_directory == self.manager.directory and bool(self.restored_path)
+               and self.other_workers_saved(self.restored_path))
+    mine = tf.constant([[own, int(resized)]], tf.int64)
+    gathered = strategy.gather(strategy.run(lambda: mine), axis=0).numpy()
+    steps = [int(step) for step in gathered[:, 0]]
+    if gathered[0, 1]:  # the chief's (worker 0's) was saved by another number of workers
+      if self.chief_directory != self.manager.directory:
+        self._restore_chiefs(steps[0], "the chief's was saved by another number of workers")
+      return
+    common = min((step for step in steps if step >= 0), default=-1)
+    if own == common:
+      return
+    if own < 0:
+      self._restore_chiefs(common, "this worker has none of its own (new to the run)")
       return
     path = os.path.join(self.manager.directory, f"ckpt-{common}")
     if path not in self.manager.checkpoints:
@@ -171,7 +200,17 @@ class Checkpointer:
                       f"worker (the workers' steps: {steps}): {self.advice}")
     log.warning("Workers restored steps %s: going back to step %d, which all of them have",
                 steps, common)
-    _restore_fitting(self.restoring, path, self.advice, partial=self._holds_more(path))
+    self._restore(path)
+
+  def _restore_chiefs(self, step: int, why: str) -> None:
+    """Restores the chief's checkpoint of `step` instead of this worker's own, `why`."""
+    path = os.path.join(self.chief_directory, f"ckpt-{step}")
+    if not tf.io.gfile.exists(path + ".index"):
+      raise UserError(f"this worker has no checkpoint in {self.manager.directory}, and the "
+                      f"chief's {path} cannot be read from here: copy the chief's checkpoints "
+                      f"there to add this worker to the run")
+    log.info("Restoring the chief's checkpoint %s: %s", path, why)
+    self._restore(path)
 
   def continue_from(self, model_dir: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of

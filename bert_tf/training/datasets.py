@@ -42,13 +42,14 @@ def position_width(config: TrainConfig) -> int | None:
 
 def training_stream(config: TrainConfig, vocabulary: Vocabulary, strategy, data_position):
   """The distributed training batches; each input pipeline starts right after the last
-  example it gave before (`data_position`), with each example's stream position."""
+  example it gave before (`data_position`, with the pieces it carries on from another number
+  of pipelines), with each example's stream position."""
   return strategy_lib.distribute(
       strategy,
       lambda batch_size, num_shards, shard_index: batches(
           config, vocabulary, config.input_files, batch_size=batch_size, seed=config.seed,
           num_shards=num_shards, shard_index=shard_index,
-          start_position=data_position.start(num_shards, shard_index), with_positions=True),
+          **data_position.reading(num_shards, shard_index), with_positions=True),
       config.global_batch_size)
 
 

@@ -14,6 +14,8 @@ what changing it does (`change=` in its `setting(...)`):
   between text and records (--input_format=tfrecord) the recorded position is of another kind
   and means nothing to the new stream, which starts at its beginning;
 - noted (train_steps, the learning rate, evaluation, checkpointing, ...): said, nothing else.
+Another number of replicas or input pipelines (workers) is said in a line too, and the old
+pipelines' unread pieces are dealt to the new ones (`resizing.py`).
 The table: docs/reliability.md.
 """
 
@@ -22,7 +24,6 @@ import dataclasses
 import logging
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from bert_tf import files, run_record, settings
@@ -35,6 +36,7 @@ from bert_tf.model.bert_config import BertConfig
 from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE, has_checkpoint
 from bert_tf.run_record import CORPUS_FILE
 from bert_tf.runtime import setting_changes
+from bert_tf.training import resizing
 from bert_tf.training.train_settings import TrainConfig
 
 log = logging.getLogger("bert_tf")
@@ -60,28 +62,32 @@ def write_corpus_fingerprint(config: TrainConfig) -> None:
 class RunChanges:
   """The outcome of `compare`: whether the stream of examples changed, and where it stood."""
 
+  config: TrainConfig
   stream_changed: bool = False
   reads_records: bool = False  # the new stream's positions are record positions
   kind_changed: bool = False  # from text to records or back: the old position means nothing
 
-  def restart_stream(self, data_position: DataPosition, checkpointer) -> None:
-    """After the restore: a changed stream starts at the next epoch's first example. Saved at
-    once (the checkpoint of the restored step, rewritten): `train_config.json` and
-    `corpus.json` then describe the new stream, and a run stopped before its next checkpoint
-    must not resume with the old stream's position under them."""
+  def carry_on(self, data_position: DataPosition, checkpointer) -> None:
+    """After the restore, where the stream goes on. A changed stream starts at the next
+    epoch's first example, saved at once (the checkpoint of the restored step, rewritten):
+    `train_config.json` and `corpus.json` then describe the new stream, and a run stopped
+    before its next checkpoint must not resume with the old stream's position under them.
+    Otherwise, with another number of replicas or input pipelines, the old pipelines' unread
+    pieces are dealt to the new ones (`resizing.py`), a line says so."""
     if not self.stream_changed:
+      change = resizing.carry_on(data_position, checkpointer.restored_path, self.config)
+      if change:
+        log.info("Changed since %s last trained: %s", self.config.model_dir, change)
       return
     step = checkpointer.step
     positions = record_position if self.reads_records else stream_position
-    consumed = data_position.last_consumed.numpy()
+    consumed = (data_position.last_consumed.numpy() if data_position.restored is None
+                else data_position.restored)
     # A mixture's last column counts its choices (`mixture.py`); they start again.
     keys = consumed if consumed.ndim == 1 else consumed[:, :-1]
     epoch = max(positions.decode(key)[0] for key in keys.flat if key >= 0) + 1 if (
         (keys >= 0).any() and not self.kind_changed) else 0
-    restarted = np.full_like(consumed, positions.encode(epoch, 0, 0) - 1)
-    if consumed.ndim == 2:
-      restarted[:, -1] = -1
-    data_position.last_consumed.assign(restarted)
+    data_position.start_all_at(positions.encode(epoch, 0, 0))
     if self.kind_changed:
       log.info("The input changed between text and records: step %d trains on the %s from "
                "their beginning", step, "records" if self.reads_records else "text")
@@ -96,7 +102,7 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
   checkpoint): logs each difference in a line; raises `UserError` when the model differs."""
   recorded = last_run(config.model_dir) if has_checkpoint(config.model_dir) else {}
   if not recorded.get("train_config"):
-    return RunChanges()
+    return RunChanges(config)
   model_lines = _model_differences(recorded, bert_config, vocabulary)
   if model_lines:
     raise UserError(f"the model differs from the one {config.model_dir} trained "
@@ -122,7 +128,7 @@ def compare(config: TrainConfig, bert_config: BertConfig, vocabulary: Vocabulary
     setting_changes.say(config.model_dir, line, change)
   reads_records = config.input_format == RECORDS
   read_records = recorded["train_config"].get("input_format") == RECORDS
-  return RunChanges(any(change == settings.STREAM for _, change in differences),
+  return RunChanges(config, any(change == settings.STREAM for _, change in differences),
                     reads_records=reads_records, kind_changed=reads_records != read_records)
 
 

@@ -10,12 +10,20 @@ last one (`run_changes`), build the model under the strategy, resume or initiali
 import dataclasses
 import os
 
-from bert_tf.data.data_position import DataPosition
+from bert_tf.data.data_position import LAYOUT_NAME, DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
 from bert_tf.runtime import strategy as strategy_lib
-from bert_tf.training import finishing, fitting, initialisation, preparation, run_changes, run_files
+from bert_tf.training import (
+  finishing,
+  fitting,
+  initialisation,
+  preparation,
+  resizing,
+  run_changes,
+  run_files,
+)
 from bert_tf.training.datasets import position_width
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
@@ -29,6 +37,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   a mistake in the settings or the files.
   """
   strategy = preamble.create(config)  # first: before any other TensorFlow op
+  chief_checkpoints = os.path.join(config.model_dir, CHECKPOINTS)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
@@ -37,17 +46,20 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
                                   accumulation_steps=config.gradient_accumulation_steps):
       data_position = DataPosition(strategy.num_replicas_in_sync,
-                                   position_width(config))
+                                   resizing.input_pipelines(strategy), position_width(config))
       model = compile_for_pretraining(
           pretraining_model(bert_config), optimization.optimizer_for(config),
           data_position=data_position, **_compile_options(config))
       checkpointer = checkpointing.Checkpointer(
           os.path.join(config.model_dir, CHECKPOINTS), model, model.optimizer,
-          keep=config.keep_checkpoints, data_position=data_position.last_consumed,
+          keep=config.keep_checkpoints, data_position=data_position.saved,
+          read_only={LAYOUT_NAME: data_position.saved_layout},
+          chief_directory=chief_checkpoints,
+          other_workers_saved=data_position.saved_by_other_pipelines,
           record=run_files.run_record_of(config, bert_config, vocabulary))
       initialisation.restore_or_initialise(checkpointer, model, bert_config, vocabulary, config,
                                            strategy)
-      changes.restart_stream(data_position, checkpointer)
+      changes.carry_on(data_position, checkpointer)  # another stream, or number of workers
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
     monitor = RunMonitor(config, vocabulary, bert_config)
     checkpointer.before_save.append(monitor.write_curves)  # on disk before a save names them
