@@ -50,6 +50,7 @@ class ChooserModule(tf.Module):
 
 
 def choice_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int) -> ChoiceEncoder:
+  """The `ChoiceEncoder` of a vocabulary, case and sequence length: the classifier's pairs."""
   return ChoiceEncoder(data.text_encoder(vocabulary, lower_case=lower_case,
                                          seq_length=seq_length))
 
