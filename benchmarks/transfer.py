@@ -7,6 +7,7 @@ mean and spread of the kind's dev figure side by side.
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=tag      # builtin_swap
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=answer   # builtin_answer
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=regress  # builtin_similar
+    python benchmarks/transfer.py --model_dir=runs/quickstart --task=choose   # builtin_choice
     python benchmarks/transfer.py --model_dir=runs/quickstart --task=regress \\
         --train_file=train.tsv --dev_file=dev.tsv --text_columns=sentence1,sentence2 \\
         --label_column=score                                                 # your own
@@ -14,13 +15,14 @@ mean and spread of the kind's dev figure side by side.
 A built-in task is read by its own columns (`builtin_tasks.columns`), the column flags by
 your own files.
 
-The figure is the best epoch's: dev accuracy (classify), Pearson (regress), entity F1 (tag),
-F1 (answer). A third column, `--contenders=ours,scratch,transformers`, fine-tunes
-transformers' class for the kind (`BertForSequenceClassification`, `BertForTokenClassification`,
-`BertForQuestionAnswering`) from our Hugging Face export of the same encoder with the same
-recipe (`benchmarks/transfer_transformers.py`): for classification on the TSV files with the
-export's own tokenizer; for the other kinds on the batches our fine-tuning trains on, in the
-same order, scored by our dev figures.
+The figure is the best epoch's: dev accuracy (classify, choose), Pearson (regress), entity F1
+(tag), F1 (answer). A third column, `--contenders=ours,scratch,transformers`, fine-tunes
+transformers' class for the kind (`BertForSequenceClassification`,
+`BertForTokenClassification`, `BertForQuestionAnswering`, `BertForMultipleChoice`) from our
+Hugging Face export of the same encoder with the same recipe
+(`benchmarks/transfer_transformers.py`): for classification on the TSV files with the export's
+own tokenizer; for the other kinds on the batches our fine-tuning trains on, in the same order,
+scored by our dev figures.
 """
 
 import argparse
@@ -34,13 +36,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 FIGURES = {"classify": "dev_accuracy", "regress": "dev_pearson", "tag": "dev_entity_f1",
-           "answer": "dev_f1"}
+           "answer": "dev_f1", "choose": "dev_accuracy"}
 # The recipe a kind's built-in task is measured with unless flags say otherwise: tagging
 # `builtin_swap` is not learned in 3 epochs at 1e-3 from either encoder (docs/measured.md).
 RECIPE = dict(epochs=3, learning_rate=1e-3, batch_size=32)
 RECIPES = {"tag": dict(epochs=10, learning_rate=5e-4, batch_size=16)}
 BUILTIN = {"classify": "builtin", "regress": "builtin_similar", "tag": "builtin_swap",
-           "answer": "builtin_answer"}
+           "answer": "builtin_answer", "choose": "builtin_choice"}
 
 
 def finetune_config(args, seed: int, output_dir: str = "", from_scratch: bool = False):
@@ -66,7 +68,8 @@ def ours_figure(args, seed: int, from_scratch: bool, work_dir: str) -> float:
 class Predictions:
   """Stands for a Keras task model where our task kinds score one (`TaskKind.evaluate`):
   transformers' logits, in our layout, with answer's restricted to `[CLS]` and the context as
-  our span head restricts them (`heads.ContextOnly`)."""
+  our span head restricts them (`heads.ContextOnly`), and choose's absent endings (a row with
+  fewer than the task's) given none, as `heads.ScorePerEnding` gives them."""
 
   def __init__(self, kind: str, predict):
     self.kind, self._predict = kind, predict
@@ -83,6 +86,9 @@ class Predictions:
       final_sep = padding_mask.sum(axis=1, keepdims=True) - 1
       allowed = (positions == 0) | ((segment_ids == 1) & (positions < final_sep))
       logits = np.where(allowed[:, None, :], logits, NOT_AN_ANSWER)
+    if self.kind == "choose":
+      logits = np.where(np.asarray(features["padding_mask"])[:, :, 0] > 0, logits,
+                        NOT_AN_ANSWER)
     return logits
 
   def __call__(self, features: dict, training: bool = False):

@@ -9,8 +9,8 @@ recipe).
 
 From Python: `finetune_transformers(hf_dir, train_file, dev_file, text_columns=("text",))`.
 `finetune_task` does the same for any of bert_tf's task kinds (regression,
-`BertForTokenClassification`, `BertForQuestionAnswering`) on batches of features bert_tf makes,
-scored by bert_tf's own dev figures (benchmarks/transfer.py --task).
+`BertForTokenClassification`, `BertForQuestionAnswering`, `BertForMultipleChoice`) on batches
+of features bert_tf makes, scored by bert_tf's own dev figures (benchmarks/transfer.py --task).
 
 The recipe is BERT's (google-research/bert `run_classifier.py` and `optimization.py`): AdamW
 with weight decay 0.01 (none on biases and layer norms), a linear warm-up over the first
@@ -166,7 +166,8 @@ def _train(model, optimizer, schedule, epochs: int, epoch_batches, loss_of, eval
 # transformers' class for each of bert_tf's task kinds (what `bert_tf.export --format=hf`
 # writes for a fine-tuned model).
 HEADS = {"classify": "BertForSequenceClassification", "regress": "BertForSequenceClassification",
-         "tag": "BertForTokenClassification", "answer": "BertForQuestionAnswering"}
+         "tag": "BertForTokenClassification", "answer": "BertForQuestionAnswering",
+         "choose": "BertForMultipleChoice"}
 
 
 def _torch_inputs(features: dict) -> dict:
@@ -183,8 +184,8 @@ def np_value(value):
 
 
 def _torch_targets(kind: str, labels) -> dict:
-  """bert_tf's labels of a batch -> transformers' loss arguments: class or tag ids (-100
-  ignored, as bert_tf's tagging loss does), numbers, or (start, end) positions."""
+  """bert_tf's labels of a batch -> transformers' loss arguments: class, tag or ending ids
+  (-100 ignored, as bert_tf's tagging loss does), numbers, or (start, end) positions."""
   import torch
   labels = np_value(labels)
   if kind == "answer":

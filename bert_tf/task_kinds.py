@@ -12,5 +12,9 @@ SEQ_LENGTHS = {
     "regress": DEFAULT_SEQ_LENGTH,
     "tag": DEFAULT_SEQ_LENGTH,
     "answer": 384,
+    "choose": DEFAULT_SEQ_LENGTH,
 }
 NAMES = tuple(SEQ_LENGTHS)
+# The kinds whose files a name's ending tells (pre-training's probe reads --probe_task from
+# them when not given): SQuAD's JSON, SWAG's CSV and multiple choice's JSON Lines.
+FILE_ENDINGS = {".json": "answer", ".csv": "choose", ".jsonl": "choose"}

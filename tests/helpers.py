@@ -333,7 +333,7 @@ def randomised_model(config, seed=0, stddev=0.2):
 
 
 # What a fine-tuned SavedModel's check says (`verified(line, kind)` reads it).
-VERIFIED = re.compile(r"^verified: (classify|regress|tag|answer) savedmodel(?: words, "
+VERIFIED = re.compile(r"^verified: (classify|regress|tag|answer|choose) savedmodel(?: words, "
                       r"word_offsets equal)?, largest output difference (\S+) \((\w+); "
                       r"tolerance 1e-04\)$")
 
@@ -409,3 +409,21 @@ def write_output_dir(directory, model, config, vocabulary, task):
   tf.io.gfile.copy(vocabulary.path, os.path.join(directory, "vocab.txt"))
   model.save_weights(os.path.join(directory, "model.weights.h5"))
   return directory
+
+
+def write_choices(path, count, seed):
+  """A multiple-choice task in JSON Lines of `count` rows of two to four endings (so padded
+  with absent ones): the right ending repeats a word of its context, the others do not."""
+  words = ["function", "class", "return", "value", "object", "method", "debugger", "frame",
+           "stack", "command", "line", "breakpoint"]
+  generator = np.random.default_rng(seed)
+  rows = []
+  for _ in range(count):
+    context = [str(word) for word in generator.choice(words, 3, replace=False)]
+    others = [word for word in words if word not in context]
+    endings = [" ".join(generator.choice(others, 2)) for _ in range(generator.integers(2, 5))]
+    label = int(generator.integers(len(endings)))
+    endings[label] = f"{generator.choice(others)} {generator.choice(context)}"
+    rows.append(json.dumps({"context": " ".join(context), "endings": endings, "label": label}))
+  path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+  return str(path)

@@ -3,25 +3,29 @@ train and dev disjoint, read by fine-tuning's readers. Classification: GLUE-styl
 class in both files; tagging: CoNLL-style, the quoted code terms in BIO form, and the words
 swapped in from another sentence; question
 answering: SQuAD JSON whose answers are at their offsets; regression: STS-B-style pairs
-scored by the share of words the second sentence keeps, read by their own columns."""
+scored by the share of words the second sentence keeps, read by their own columns; multiple
+choice: a sentence's next sentence among three of other topics, JSON Lines."""
 
 import collections
 import csv
 import json
 import random
+from pydoc_data import topics as pydoc_topics
 
 import pytest
 
 from bert_tf.data import (
   builtin_answering,
+  builtin_choice,
   builtin_similarity,
   builtin_swaps,
   builtin_tagging,
   builtin_task,
   builtin_tasks,
 )
+from bert_tf.data.builtin_corpus import topic_sentences
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, squad, tagging
+from bert_tf.finetune import FinetuneConfig, choice, squad, tagging
 from bert_tf.finetune.tasks import task_kind
 
 
@@ -180,6 +184,32 @@ def test_similarity_files_are_pairs_scored_by_the_share_of_words_kept(tmp_path):
                                     random.Random(0)) is None  # two places the same
   assert builtin_similarity.changed("a b c".split(), "x y".split(), 1.0,
                                     random.Random(0)) is None  # too short
+
+
+def test_choice_files_put_a_sentences_next_sentence_among_three_of_other_topics(tmp_path):
+  train_path, dev_path = builtin_tasks.task_files("builtin_choice", str(tmp_path))
+  assert train_path.endswith("builtin_choice/train.jsonl")
+  train, dev = (choice.read_choices(path, "--train_file") for path in (train_path, dev_path))
+  assert len(train) >= 450 and len(dev) >= 100
+  pairs = builtin_choice.next_sentence_pairs()
+  topic_of = {sentence: topic for split in pairs for topic, *two in split for sentence in two}
+  for read, split in zip((train, dev), pairs):
+    assert [(c, e[label]) for c, e, label in zip(read.contexts, read.endings, read.labels)] == [
+        (context, ending) for _, context, ending in split]
+    # The next sentence follows its context in the topic; the distractors are of as many
+    # other topics, each some other context's next sentence of the same split.
+    endings = {ending for _, _, ending in split}
+    for context, row, label in zip(read.contexts, read.endings, read.labels):
+      assert len(row) == builtin_choice.DISTRACTORS + 1 and set(row) <= endings
+      assert len({topic_of[sentence] for sentence in [context, *row[:label], *row[label + 1:]]}
+                 ) == len(row)
+    # Each place of the right ending about a quarter of the time: it has to be read.
+    assert max(collections.Counter(read.labels).values()) / len(read) < 0.33
+  sentences = [{s for _, *two in split for s in two} for split in pairs]
+  assert not sentences[0] & sentences[1]  # no sentence of dev in training
+  for topic, context, ending in pairs[1][:20]:
+    lines = topic_sentences(pydoc_topics.topics[topic])
+    assert lines[lines.index(context) + 1] == ending
 
 
 def test_a_built_in_tsv_task_is_read_by_its_own_columns(tmp_path):

@@ -195,6 +195,13 @@ def test_task_model_of_each_kind(model_dir):
   history = regressor.fit(regressor.text_features(texts), np.array([0.0, 1.0, 0.5, 1.0]),
                           epochs=1, batch_size=2, verbose=0)
   assert np.isfinite(history.history["loss"][0])
+  chooser = task_model(model_dir, "choose", train_steps=4, seq_length=16)
+  features = chooser.choice_features(texts[:2], [["a stack", "a class"], ["x", "y", "z"]])
+  assert features["token_ids"].shape == (2, 3, 16)
+  logits = chooser.predict(features, verbose=0)
+  assert logits.shape == (2, 3) and logits[0, 2] == -10000.0  # absent: no probability
+  history = chooser.fit(features, np.array([1, 2]), epochs=1, batch_size=2, verbose=0)
+  assert np.isfinite(history.history["loss"][0])
 
 
 # === Bad input ===
@@ -214,6 +221,9 @@ def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
   bad_start = squad_file(2)
   bad_start["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
   bad_squad = write_json(tmp_path / "bad.json", bad_start)
+  no_endings = tmp_path / "bad.csv"
+  no_endings.write_text("video-id,fold-ind,startphrase,sent1,sent2,gold-source,label\n"
+                        "v,1,A man,A man,,gold,0\n")
   cases = [
       ("regress", [files["regress"][0], str(not_a_number),
                    "--text_columns=sentence1,sentence2", "--label_column=score"],
@@ -221,6 +231,8 @@ def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
        "labels are)"),
       ("answer", [bad_squad, files["answer"][1]],
        f"error: {bad_squad}: question 'q2-0': answer "),
+      ("choose", [str(no_endings), str(no_endings)],
+       f"error: {no_endings} has no ending columns (ending0, ending1, ...)"),
   ]
   for task, (train_file, dev_file, *extra), message in cases:
     output_dir = tmp_path / f"out_{task}"

@@ -29,6 +29,7 @@ from helpers import (
   start,
   wait_for_checkpoint,
   weights,
+  write_choices,
   write_lock,
 )
 
@@ -185,6 +186,24 @@ def test_answering_stopped_at_an_epoch_end_then_mid_epoch(questions, model_dir, 
 
 
 @pytest.mark.e2e
+def test_choosing_stopped_mid_epoch_then_run_again_ends_as_the_uninterrupted_run(
+    model_dir, tmp_path, monkeypatch):
+  """Multiple choice (rows of two to four endings, padded), stopped in its second epoch: the
+  run again ends on the uninterrupted run's weights and dev figures."""
+  train, dev = (write_choices(tmp_path / name, count, seed)
+                for name, count, seed in (("train.jsonl", 14, 0), ("dev.jsonl", 4, 1)))
+
+  def config(name):
+    return FinetuneConfig(task="choose", model_dir=model_dir, train_file=train, dev_file=dev,
+                          output_dir=str(tmp_path / name), **SETTINGS)
+
+  finetune(config("uninterrupted"))
+  stopped(config("run"), monkeypatch, at=lambda trained, batch: trained.count == 6)
+  finetune(config("run"))
+  assert_same_run(str(tmp_path / "run"), str(tmp_path / "uninterrupted"))
+
+
+@pytest.mark.e2e
 def test_kill_9_then_run_again_ends_as_the_uninterrupted_run(task, model_dir, uninterrupted,
                                                             tmp_path):
   output_dir = str(tmp_path / "run")
@@ -213,7 +232,7 @@ from bert_tf.finetune import FinetuneConfig, finetune
 from bert_tf.runtime import strategy as strategy_lib
 from helpers import weights
 
-def two_cpus(name, tpu=""):
+def two_cpus(name, *where):  # new_strategy(name, tpu, cluster_config)
   return (tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]) if name == "mirrored"
           else tf.distribute.get_strategy())
 
@@ -243,7 +262,7 @@ print(json.dumps(compared))
 def test_two_replicas_give_the_single_device_run(model_dir, tmp_path):
   """Every kind in one process, as a sweep runs: the runs after the first reuse the process's
   strategy."""
-  kinds = ("classify", "regress", "tag", "answer")
+  kinds = ("classify", "regress", "tag", "answer", "choose")
   tasks = mirrored_tasks(tmp_path)
   settings = {kind: {"task": kind, "train_file": tasks[kind][0], "dev_file": tasks[kind][1],
                      **tasks[kind][2]} for kind in kinds}
@@ -259,8 +278,9 @@ def test_two_replicas_give_the_single_device_run(model_dir, tmp_path):
 
 def mirrored_tasks(directory) -> dict:
   """(train file, dev file, settings) of each kind, each a few batches of 4 (2 examples a
-  replica), the last one partial: of 3 rows for classify and regress (2 and 1 a replica),
-  of sentences with unequal numbers of labelled tokens for tag."""
+  replica), the last one partial: of 3 rows for classify, regress and choose (2 and 1 a
+  replica; choose's rows of two to four endings), of sentences with unequal numbers of
+  labelled tokens for tag."""
   squad = dict(seq_length=32, max_query_length=8, doc_stride=8, batch_size=4)
   return {
       "classify": (write_task(directory / "train.tsv", 15, 0), write_task(
@@ -272,4 +292,6 @@ def mirrored_tasks(directory) -> dict:
       "tag": (write_conll(directory / "train.conll", 18, 0),
               write_conll(directory / "dev.conll", 4, 1), dict(seq_length=16, batch_size=4)),
       "answer": (write_json(directory / "train.json", squad_file(0, paragraphs=2)),
-                 write_json(directory / "dev.json", squad_file(1, paragraphs=1)), squad)}
+                 write_json(directory / "dev.json", squad_file(1, paragraphs=1)), squad),
+      "choose": (write_choices(directory / "train.jsonl", 11, 0),
+                 write_choices(directory / "dev.jsonl", 4, 1), dict(seq_length=16, batch_size=4))}

@@ -113,3 +113,26 @@ def test_logits_are_float32_under_mixed_precision(encoder):
     assert model(FEATURES).dtype == tf.float32, model.name
   masked = models[2](FEATURES).numpy()
   assert (masked[0, :, 9] == heads.NOT_AN_ANSWER).all()  # not float16's -inf
+
+
+def test_choice_head_scores_each_ending_on_its_pooled_output(encoder):
+  model = heads.choice_model(encoder)
+  # Two contexts of three endings, the second's last ending absent (all 0).
+  features = {name: np.stack([value, value[::-1]])[:, [0, 1, 0]] for name, value in
+              FEATURES.items()}
+  for name in features:
+    features[name][1, 2] = 0
+  logits = model(features).numpy()
+  assert logits.shape == (2, 3) and logits.dtype == np.float32
+  kernel, bias = model.get_layer("classifier").get_weights()
+  assert kernel.shape == (HIDDEN, 1) and bias.shape == (1,)
+  pooled = encoder(FEATURES)["pooled_output"].numpy()  # [2, hidden]: one per pair
+  scores = (pooled @ kernel + bias)[:, 0]
+  np.testing.assert_allclose(logits[0], scores[[0, 1, 0]], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(logits[1, :2], scores[[1, 0]], rtol=1e-5, atol=1e-6)
+  assert logits[1, 2] == heads.NOT_AN_ANSWER  # absent: no probability
+  labels = np.array([1, 0], np.int32)
+  expected = -np.mean(log_softmax(logits)[[0, 1], labels])
+  assert float(losses.classification_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
+  model.compile(optimizer="sgd", loss=losses.classification_loss(), jit_compile=False)
+  assert model.evaluate(features, labels, verbose=0) == pytest.approx(expected, rel=1e-5)

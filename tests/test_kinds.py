@@ -76,7 +76,7 @@ def test_a_kind_that_leaves_out_a_part_fails_the_check_and_the_registry(part, mo
 
 def test_an_unknown_kind_is_one_line():
   with pytest.raises(UserError, match=r"^unknown task 'choice': use one of classify, regress, "
-                     r"tag, answer$"):
+                     r"tag, answer, choose$"):
     kinds.kind("choice")
 
 
@@ -86,7 +86,7 @@ def test_the_flags_offer_the_registry_s_names_without_tensorflow():
   assert choices["task"] == task_kinds.NAMES
   assert choices["probe_task"] == ("", *task_kinds.NAMES)
   assert [FinetuneConfig(task=name).seq_length for name in task_kinds.NAMES] == [
-      128, 128, 128, 384]
+      128, 128, 128, 384, 128]
   script = ("import sys\n"
             "from bert_tf.finetune import kinds\n"
             "from bert_tf.finetune.finetune_settings import FinetuneConfig\n"
@@ -116,7 +116,7 @@ def test_task_json_is_written_and_read_as_one_record(tmp_path):
 
 def test_a_task_json_of_no_kind_or_without_a_field_is_one_line():
   with pytest.raises(UserError, match=r"^task.json: 'task' is none of classify, regress, tag, "
-                     r"answer$"):
+                     r"answer, choose$"):
     TaskRecord.from_json({"task": "choice"})
   with pytest.raises(UserError, match=r"^task.json: a tag task needs pair, seq_length$"):
     TaskRecord.from_json({"task": "tag", "labels": ["O"], "lower_case": True})

@@ -70,7 +70,8 @@ def test_the_probe_of_each_kind_reads_its_kind_and_returns_its_figures(
   assert probe.probe_kind(TrainConfig(probe_train_file="builtin")) == "classify"
   for files, task, kind in [((regress_train, regress_dev), "regress", "regress"),
                             ((tag_train, tag_dev), "", "tag"),  # read from the file
-                            (("builtin_answer",) * 2, "", "answer")]:
+                            (("builtin_answer",) * 2, "", "answer"),
+                            (("builtin_choice",) * 2, "", "choose")]:
     config = TrainConfig(data_dir=data_dir, probe_train_file=files[0], probe_dev_file=files[1],
                          probe_task=task, probe_steps=2, seq_length=32)
     assert probe.probe_kind(config) == kind
@@ -80,6 +81,8 @@ def test_the_probe_of_each_kind_reads_its_kind_and_returns_its_figures(
     assert all(-1 <= value <= 1 for value in figures.values()), (kind, figures)
   json_config = TrainConfig(probe_train_file=str(tmp_path / "squad.json"), probe_dev_file="x")
   assert probe.probe_kind(json_config) == "answer"
+  for name in ("swag/train.csv", "mine.jsonl"):
+    assert probe.probe_kind(TrainConfig(probe_train_file=name, probe_dev_file="x")) == "choose"
 
 
 def keras_models() -> int:

@@ -94,16 +94,17 @@ _transfer_spec.loader.exec_module(transfer)
 @pytest.mark.e2e
 def test_the_transfer_benchmark_scores_every_other_kind_on_each_side(
     shallow_model_dir, data_dir, tmp_path, monkeypatch):
-  """benchmarks/transfer.py --task=regress, tag and answer (the built-in tasks; regression on
-  a small TSV), one epoch of a tiny encoder (conftest's of one layer): transformers' gives the
-  kind's figure, as ours does (ours once: it is `finetune` on the same settings for every
-  kind)."""
+  """benchmarks/transfer.py --task=regress, tag, answer and choose (the built-in tasks;
+  regression on a small TSV), one epoch of a tiny encoder (conftest's of one layer):
+  transformers' gives the kind's figure, as ours does (ours once: it is `finetune` on the same
+  settings for every kind)."""
   monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))  # transfer_transformers
   rows = [(text, str(len(text.split()))) for text, _ in builtin_task.examples()[0][:96]]
   regress = (write_tsv(tmp_path / "train.tsv", rows[:64], ("text", "label")),
              write_tsv(tmp_path / "dev.tsv", rows[64:], ("text", "label")))
   for task, files, seq_length in (("regress", regress, 32), ("tag", ("builtin_tag",) * 2, 32),
-                                  ("answer", ("builtin_answer",) * 2, 64)):
+                                  ("answer", ("builtin_answer",) * 2, 64),
+                                  ("choose", ("builtin_choice",) * 2, 32)):
     args = argparse.Namespace(
         model_dir=shallow_model_dir, task=task, train_file=files[0], dev_file=files[1],
         data_dir=data_dir, text_columns="text", label_column="label", epochs=1,

@@ -9,7 +9,9 @@ have tasks on every machine without a download:
 - `builtin_similar` (regress): how much of a sentence a second one keeps, STS-B-style pairs
   (`builtin_similarity`);
 - `builtin_swap` (tag): the words of a sentence swapped for another sentence's, in BIO form
-  (`builtin_swaps`): a tagging task that needs the context, as `builtin_tag` does not.
+  (`builtin_swaps`): a tagging task that needs the context, as `builtin_tag` does not;
+- `builtin_choice` (choose): which of four sentences comes next after a sentence, JSON Lines
+  (`builtin_choice`).
 
 A task's name stands for its file of either split wherever a task file is given
 (--train_file, --dev_file and their probe_ forms), and a TSV task's for its columns too
@@ -25,6 +27,7 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data import (
   builtin_answering,
+  builtin_choice,
   builtin_similarity,
   builtin_swaps,
   builtin_tagging,
@@ -33,14 +36,14 @@ from bert_tf.data import (
 from bert_tf.errors import UserError
 
 TASKS = {module.NAME: module for module in (builtin_task, builtin_tagging, builtin_answering,
-                                            builtin_similarity, builtin_swaps)}
+                                            builtin_similarity, builtin_swaps, builtin_choice)}
 _DIRECTORIES = {builtin_task.NAME: "builtin_task"}  # the classification task's, as before
 SPLITS = ("train", "dev")
 
 
 def kind_of(path: str) -> str | None:
-  """The task kind of a built-in task's name (`classify`, `regress`, `tag`, `answer`); None
-  for a file."""
+  """The task kind of a built-in task's name (`classify`, `regress`, `tag`, `answer`,
+  `choose`); None for a file."""
   return TASKS[path].KIND if path in TASKS else None
 
 

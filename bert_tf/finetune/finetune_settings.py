@@ -18,20 +18,22 @@ from bert_tf.task_kinds import DEFAULT_SEQ_LENGTH, NAMES, SEQ_LENGTHS
 @dataclasses.dataclass(frozen=True)
 class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDirConfig,
                      SweepConfig):
-  """Fine-tuning an encoder on a task of any of the four kinds; field names are the flags."""
+  """Fine-tuning an encoder on a task of any of the five kinds; field names are the flags."""
 
   task: str = setting(
       "classify", "The task's kind. classify: a label per text or pair (TSV). regress: a number "
       "per text or pair (TSV). tag: a tag per word (CoNLL-style). answer: the answer's span in "
-      "a context (SQuAD v1.1/v2.0 JSON).", choices=NAMES, change=MODEL)
+      "a context (SQuAD v1.1/v2.0 JSON). choose: the right ending of a context (SWAG's CSV, or "
+      "JSON Lines of context, endings and label).", choices=NAMES, change=MODEL)
   model_dir: str = setting(
       "", "The encoder: a finished train.py model_dir, an original BERT checkpoint (with "
       "bert_config.json and vocab.txt beside it) or a Hugging Face BERT directory.",
       change=NOTED)
   train_file: str = setting("", "Training file: a TSV with a header row (classify, regress), "
-                            "CoNLL-style (tag), SQuAD JSON (answer); or a built-in task: "
-                            "`builtin` (classify), `builtin_similar` (regress), `builtin_tag` "
-                            "(tag), `builtin_answer` (answer), a TSV one read by its own "
+                            "CoNLL-style (tag), SQuAD JSON (answer), SWAG's CSV or JSON Lines "
+                            "(choose); or a built-in task: `builtin` (classify), "
+                            "`builtin_similar` (regress), `builtin_tag` (tag), `builtin_answer` "
+                            "(answer), `builtin_choice` (choose), a TSV one read by its own "
                             "columns.", change=STREAM)
   dev_file: str = setting("", "Dev file, of the training file's kind, scored after each epoch; "
                           "or the training file's built-in task.", change=NOTED)

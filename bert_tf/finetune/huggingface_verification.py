@@ -3,8 +3,9 @@
 (on the examples and on the vocabulary's own words), and the transformers class of the task's
 kind (its `huggingface_head`), or without transformers a numpy forward pass of the weights,
 gives the Keras task model's head logits on the same ids (the kind's `head_logits` and
-`transformers_logits`): a classifier's or regressor's logits, a tagger's at every token, a span
-head's start and end logits at every token.
+`transformers_logits`, each pair given as the kind's `one_example`): a classifier's or
+regressor's logits, a tagger's at every token, a span head's start and end logits at every
+token, a multiple-choice model's score of a context with one ending.
 """
 
 import keras
@@ -41,7 +42,8 @@ class HeadReference:
     self.word_ids = [text_ids(tokenizer, text) for text in self.words]
     self.pairs = [pair_ids(vocabulary, a, b, task.seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
-    self.logits = [kind(task.task).head_logits(model, model_inputs(ids, segments))
+    task_kind = kind(task.task)
+    self.logits = [task_kind.head_logits(model, task_kind.one_example(model_inputs(ids, segments)))
                    for ids, segments in self.pairs]
 
   def results(self) -> Results:
@@ -77,8 +79,8 @@ def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   class_name = task_kind.huggingface_head(task).class_name
   model = getattr(transformers, class_name).from_pretrained(directory).eval()
   with torch.no_grad():
-    return [task_kind.transformers_logits(model(**torch_inputs(ids, segments)))
-            for ids, segments in pairs]
+    return [task_kind.transformers_logits(model(**task_kind.one_example(
+        torch_inputs(ids, segments)))) for ids, segments in pairs]
 
 
 def numpy_logits(directory: str, task, pairs: list) -> list[np.ndarray]:

@@ -11,9 +11,10 @@ import os
 import numpy as np
 
 from bert_tf import files
-from bert_tf.finetune import data, training
+from bert_tf.finetune import training
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading, scoring, tasks
+from bert_tf.finetune.kinds import kind
 from bert_tf.finetune.sweep_settings import number_list
 
 log = logging.getLogger("bert_tf")
@@ -100,13 +101,13 @@ def run(config: FinetuneConfig) -> dict:
 
 
 def to_predict(config: FinetuneConfig, glue_task) -> list:
-  """`--predict_file` read before anything trains: [(file to write, indices, texts)]."""
+  """`--predict_file` read before anything trains, by its kind (`to_predict`): [(file to
+  write, indices, columns)]."""
   if not config.predict_file:
     return []
   if glue_task is not None:
     return reading.read_test_files(glue_task, config.glue_dir)
-  return [("predictions.tsv", *reading.read_test(
-      config.predict_file, data.column_names(config.text_columns), header=not config.no_header))]
+  return [("predictions.tsv", *kind(config.task).to_predict(config))]
 
 
 def report(summary: dict) -> None:

@@ -23,12 +23,14 @@ def task_model(model_dir: str, task: str, *, train_steps: int, num_labels: int =
                seq_length: int = 128, learning_rate: float = 5e-5,
                warmup_steps: int | None = None, from_scratch: bool = False) -> keras.Model:
   """The compiled model of a task kind on `model_dir`'s encoder, for `fit` on your own data:
-  classify (`num_labels` classes), regress, tag (`num_labels` tags) or answer.
+  classify (`num_labels` classes), regress, tag (`num_labels` tags), answer or choose
+  (features [batch, endings, seq], logits [batch, endings]).
 
   `train_steps` is the number of updates the learning rate decays over; the warm-up is its
   first 10% unless given. `model.vocabulary` and `model.lower_case` are the encoder's, for
   `tagging.tagging_features` and `squad.squad_features`; for classify and regress,
-  `model.text_features(texts)` (or `(texts_a, texts_b)`) turns raw strings into the input.
+  `model.text_features(texts)` (or `(texts_a, texts_b)`) turns raw strings into the input;
+  for choose, `model.choice_features(contexts, endings)` (endings a list per context).
   """
   task_kind = kind(task)
   if task_kind.labelled and num_labels < 2:

@@ -37,16 +37,18 @@ class ProbeConfig:
 
   probe_train_file: str = setting(
       "", "The probe's training file, of any task kind (--probe_task): a TSV with a header row "
-      "(--probe_text_columns, --probe_label_column), CoNLL-style or SQuAD JSON; or a built-in "
-      "task: `builtin` (classify), `builtin_similar` (regress), `builtin_tag` (tag), "
-      "`builtin_answer` (answer), a TSV one read by its own columns. Empty: no probe.",
+      "(--probe_text_columns, --probe_label_column), CoNLL-style, SQuAD JSON, SWAG's CSV or "
+      "JSON Lines; or a built-in task: `builtin` (classify), `builtin_similar` (regress), "
+      "`builtin_tag` (tag), `builtin_answer` (answer), `builtin_choice` (choose), a TSV one "
+      "read by its own columns. Empty: no probe.",
       change=NOTED)
   probe_dev_file: str = setting("", "The probe's dev file, of the training file's kind, or the "
                                 "training file's built-in task.", change=NOTED)
   probe_task: str = setting(
-      "", "The probe's task kind: classify, regress, tag or answer (as fine-tuning's --task). "
-      "Empty: read from --probe_train_file (a built-in task's kind; answer for .json; tag for "
-      "a file whose first line ends in a BIO tag; else classify).", choices=("", *NAMES),
+      "", "The probe's task kind: classify, regress, tag, answer or choose (as fine-tuning's "
+      "--task). Empty: read from --probe_train_file (a built-in task's kind; answer for .json; "
+      "choose for .csv and .jsonl; tag for a file whose first line ends in a BIO tag; else "
+      "classify).", choices=("", *NAMES),
       change=NOTED)
   probe_text_columns: str = setting(
       "text", "The probe's text column, or two for a pair of texts (`sentence1,sentence2`); "

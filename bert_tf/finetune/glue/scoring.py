@@ -44,31 +44,28 @@ def dev_figures(task: GlueTask, labels: dict[str, list], predictions: dict[str, 
 
 
 class Predictor:
-  """A fine-tuned run's exported model as a function from texts to predictions: label names
-  (the `classify` signature) or numbers (`score`), as the run's task.json says."""
+  """A fine-tuned run's exported model as a function from the rows of a file to predict to
+  their predictions, by its kind's signature (`signature_inputs`, `predictions`): label names
+  (`classify`), numbers (`score`) or endings' numbers (`choose`), as the run's task.json says."""
 
   def __init__(self, output_dir: str):
-    task = read_task(output_dir)
-    self.kind, self.pair = task.task, task.pair
-    self.signature = kind(task.task).signature
+    self.task = read_task(output_dir)
+    self.kind = self.task.task
+    self.task_kind = kind(self.task.task)
     self.model = tf.saved_model.load(os.path.join(output_dir, EXPORT))
 
-  def __call__(self, texts: tuple[list[str], ...], batch_size: int = 64) -> list:
-    names = ("text_a", "text_b") if self.pair else ("text",)
-    signature = self.model.signatures[self.signature]
+  def __call__(self, columns: tuple[list, ...], batch_size: int = 64) -> list:
+    signature = self.model.signatures[self.task_kind.signature]
     predictions = []
-    for start in range(0, len(texts[0]), batch_size):
-      outputs = signature(**{name: tf.constant(column[start:start + batch_size])
-                             for name, column in zip(names, texts)})
-      if self.kind == "regress":
-        predictions += [float(v) for v in np.reshape(outputs["score"].numpy(), [-1])]
-      else:
-        predictions += [label.decode() for label in outputs["label"].numpy()]
+    for start in range(0, len(columns[0]), batch_size):
+      outputs = signature(**self.task_kind.signature_inputs(
+          self.task, tuple(column[start:start + batch_size] for column in columns)))
+      predictions += self.task_kind.predictions(outputs)
     return predictions
 
 
 def prediction_text(prediction, kind: str) -> str:
-  return f"{prediction:.3f}" if kind == "regress" else prediction
+  return f"{prediction:.3f}" if kind == "regress" else str(prediction)
 
 
 def write_predictions(path: str, indices: list[str], predictions: list, kind: str) -> None:

@@ -1,7 +1,7 @@
-"""The task kinds of fine-tuning, one module each (`classify`, `regress`, `tag`, `answer`),
-whose `KIND` is a `base.TaskKind`: everything the kind is, from reading its files to its
-export's check and its Hugging Face class. `bert_tf/task_kinds.py` names them; `kind(name)`
-is the kind of a name, checked to have every part of `TaskKind`.
+"""The task kinds of fine-tuning, one module each (`classify`, `regress`, `tag`, `answer`,
+`choose`), whose `KIND` is a `base.TaskKind`: everything the kind is, from reading its files
+to its export's check and its Hugging Face class. `bert_tf/task_kinds.py` names them;
+`kind(name)` is the kind of a name, checked to have every part of `TaskKind`.
 
 Importing this package loads no TensorFlow: a kind's module is imported when it is asked for.
 """

@@ -38,8 +38,10 @@ and, made from the `FinetuneConfig` (its files resolved, `train_file` and `dev_f
 
 What several kinds share has a default here: `rank`, `train_rows`, `noted` (metrics.json's
 extra entries), `task_settings` (task.json's), `write_outputs` (the output_dir's extra files),
-`head_logits` and `transformers_logits` (the logits the Hugging Face check compares),
-`for_keras` (what `task_model` adds to a Keras model) and `probe_seq_length`.
+`one_example`, `head_logits` and `transformers_logits` (one example as the head takes it and
+the logits the Hugging Face check compares), `for_keras` (what `task_model` adds to a Keras
+model), `to_predict`, `signature_inputs` and `predictions` (--predict_file's rows, as the
+signature takes them and as predictions.tsv writes them) and `probe_seq_length`.
 """
 
 import abc
@@ -50,7 +52,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import builtin_tasks
+from bert_tf.finetune import data
 from bert_tf.finetune.finetune_settings import FinetuneConfig
+from bert_tf.finetune.glue import reading as glue_reading
 
 DEV_BATCH = 64
 # The attributes every kind sets, beside the abstract methods of `TaskKind`.
@@ -116,6 +120,12 @@ class TaskKind(abc.ABC):
     """`interop.huggingface.TaskHead` of the kind's transformers class for `task`."""
 
   @staticmethod
+  def one_example(inputs: dict) -> dict:
+    """A batch of one pair's features ([1, seq], numpy or torch) as the head takes one
+    example: as they are, unless the kind's inputs have another shape."""
+    return inputs
+
+  @staticmethod
   def head_logits(model: keras.Model, inputs: dict) -> np.ndarray:
     """The head's logits of one example as the Hugging Face check compares them: [outputs],
     or [tokens, outputs] for a kind with an output per token."""
@@ -132,6 +142,25 @@ class TaskKind(abc.ABC):
     """What `tasks.task_model` adds to a compiled model beside its vocabulary and case:
     nothing, unless the kind says."""
     return
+
+  @classmethod
+  def to_predict(cls, config: FinetuneConfig) -> tuple[list[str], tuple]:
+    """(indices, columns) of --predict_file, read before anything trains: a TSV file's text
+    columns (--text_columns) and its `index` column, or the rows' numbers."""
+    return glue_reading.read_test(config.predict_file, data.column_names(config.text_columns),
+                                  header=not config.no_header)
+
+  @classmethod
+  def signature_inputs(cls, task, columns: tuple) -> dict:
+    """A batch of `to_predict`'s columns as the serving signature's inputs: `text`, or
+    `text_a` and `text_b` for a task of pairs."""
+    names = ("text_a", "text_b") if task.pair else ("text",)
+    return {name: tf.constant(column) for name, column in zip(names, columns)}
+
+  @staticmethod
+  def predictions(outputs: dict) -> list:
+    """The signature's outputs on a batch as each row's prediction: its label."""
+    return [label.decode() for label in outputs["label"].numpy()]
 
   # === With files ===
 
@@ -183,6 +212,16 @@ def missing_parts(kind: type) -> list[str]:
 
   return [name for name in (*ATTRIBUTES, *sorted(TaskKind.__abstractmethods__))
           if left_out(name)]
+
+
+def predicted_classes(model: keras.Model, dataset: tf.data.Dataset) -> tuple:
+  """(label ids, predicted ids) of `dataset`'s examples, dropout off: the class (or ending)
+  of the greatest logit."""
+  labels, predictions = [], []
+  for features, label in dataset:
+    labels.append(label.numpy())
+    predictions.append(np.argmax(model(features, training=False).numpy(), axis=-1))
+  return np.concatenate(labels), np.concatenate(predictions)
 
 
 def without_pooler_training(encoder: keras.Model) -> keras.Model:

@@ -16,21 +16,12 @@ from bert_tf.export.verification import Results
 from bert_tf.finetune import data, losses, metrics
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import checked_batch, save
-from bert_tf.finetune.kinds.base import DEV_BATCH, Serving
+from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.output_dir import CLASSES_FILE
 from bert_tf.finetune.verification import chosen_score
 from bert_tf.interop.huggingface import TaskHead, label_names
-
-
-def predicted_classes(model: keras.Model, dataset: tf.data.Dataset) -> tuple:
-  """(label ids, predicted ids) of `dataset`'s examples, dropout off."""
-  labels, predictions = [], []
-  for features, label in dataset:
-    labels.append(label.numpy())
-    predictions.append(np.argmax(model(features, training=False).numpy(), axis=-1))
-  return np.concatenate(labels), np.concatenate(predictions)
 
 
 class ClassifierModule(tf.Module):

@@ -87,6 +87,10 @@ class Regress(TextTask):
         vocabulary, lower_case=task.lower_case, seq_length=task.seq_length))
     return Serving(module, text_signature(module.outputs, task.pair), {})
 
+  @staticmethod
+  def predictions(outputs: dict) -> list:
+    return [float(v) for v in np.reshape(outputs["score"].numpy(), [-1])]
+
   @classmethod
   def reference(cls, model: keras.Model, task, vocabulary) -> RegressReference:
     return RegressReference(model, task, vocabulary)

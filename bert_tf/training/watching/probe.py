@@ -14,6 +14,7 @@ docs/finetuning.md.
 import contextlib
 import gc
 import logging
+import os
 import random
 import time
 
@@ -30,6 +31,7 @@ from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.finetune.model import Pretrained, compile_task_model
 from bert_tf.finetune.task_files import read_text
 from bert_tf.finetune.tasks import task_kind
+from bert_tf.task_kinds import FILE_ENDINGS
 
 log = logging.getLogger("bert_tf")
 
@@ -44,13 +46,15 @@ def has_probe(config) -> bool:
 
 
 def probe_kind(config) -> str:
-  """--probe_task, else the kind the training file shows: a built-in task's own, answer for
-  JSON, tag for a CoNLL-style file (its first line ends in a BIO tag), else classify."""
+  """--probe_task, else the kind the training file shows: a built-in task's own, the kind of
+  its name's ending (`task_kinds.FILE_ENDINGS`: answer for .json, choose for .csv and .jsonl),
+  tag for a CoNLL-style file (its first line ends in a BIO tag), else classify."""
   path = config.probe_train_file
   if config.probe_task or builtin_tasks.kind_of(path):
     return config.probe_task or builtin_tasks.kind_of(path)
-  if path.lower().endswith(".json"):
-    return "answer"
+  ending = os.path.splitext(path)[1].lower()
+  if ending in FILE_ENDINGS:
+    return FILE_ENDINGS[ending]
   first = next((line for line in read_text(path, "--probe_train_file").splitlines()
                 if line.strip() and not line.startswith("-DOCSTART-")), "")
   fields = tagging.line_fields(first)
