@@ -103,10 +103,10 @@ def main() -> None:
   tf.config.threading.set_inter_op_parallelism_threads(args.threads)
   from bert_tf.export.export_settings import FORMATS
   from bert_tf.export.portable import export_portable, write_ids_saved_model
-  from bert_tf.export.portable_verification import runtime_runner
+  from bert_tf.export.portable_verification import reference_inputs, runtime_runner
   from bert_tf.finetune.export import export_task
   from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
-  from bert_tf.finetune.portable_dev import PortableDev
+  from bert_tf.finetune.portable_dev import Converted, PortableDev
 
   scratch = tempfile.mkdtemp(prefix="serving_benchmark_")
   SCRATCH.append(scratch)
@@ -114,11 +114,14 @@ def main() -> None:
       args.config, args.vocab_file, args.data_dir, args.seq_length, f"{scratch}/classifier")
   finetuned = load_finetuned(output_dir)
   portable = portable_finetuned(finetuned)
-  dev = PortableDev(portable, "builtin", data_dir=args.data_dir, text_columns="text",
-                    label_column="label", header=True)
-  ids_1 = {k: v[:1] for k, v in dev.inputs.items()}
-  ids_32 = {k: np.resize(v, (32, v.shape[1])) for k, v in dev.inputs.items()}
+  dev = PortableDev(finetuned.task, portable, "builtin", data_dir=args.data_dir,
+                    text_columns="text", label_column="label", header=True)
   texts = dev.texts
+  _, inputs = reference_inputs(finetuned.vocabulary, texts, lower_case=portable.lower_case,
+                               seq_length=portable.seq_length)
+  ids_1 = {k: v[:1] for k, v in inputs.items()}
+  ids_32 = {k: np.resize(v, (32, v.shape[1])) for k, v in inputs.items()}
+  labels = np.array([finetuned.task.labels.index(label) for label in dev.kind.dev.labels])
   rows = []
 
   raw = export_task(finetuned.model, finetuned.task, finetuned.vocabulary, f"{scratch}/raw")
@@ -126,7 +129,7 @@ def main() -> None:
   predicted = np.concatenate([
       np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
       for i in range(0, len(texts), 32)])
-  figure = float(np.mean(predicted == dev.labels))
+  figure = float(np.mean(predicted == labels))
   rows.append(("SavedModel, raw text", *timed(
       lambda batch: classify(text=tf.constant(batch)), texts[:1],
       (texts * 32)[:32], args.runs, args.batches), size_mb(raw), figure))
@@ -138,7 +141,7 @@ def main() -> None:
     outputs = serve(**{name: tf.constant(value) for name, value in inputs.items()})
     return {name: value.numpy() for name, value in outputs.items()}
   rows.append(("SavedModel, ids", *timed(run_ids, ids_1, ids_32, args.runs, args.batches),
-               size_mb(f"{scratch}/ids"), dev.figure(run_ids)))
+               size_mb(f"{scratch}/ids"), dev.figure(Converted(run_ids, dev.kind.portable_logits))))
 
   for export_format in args.formats.split(","):
     for quantize in QUANTIZATIONS:
@@ -148,12 +151,12 @@ def main() -> None:
       rows.append((f"{export_format} {quantize}", *timed(run, ids_1, ids_32, args.runs,
                                                          args.batches),
                    size_mb(os.path.join(directory, FORMATS[export_format].model_file)),
-                   dev.figure(run)))
+                   dev.figure(Converted(run, dev.kind.portable_logits))))
 
   base = rows[1][1]
   print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
         f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), dev: "
-        f"{len(dev.labels)} examples of the built-in task\n")
+        f"{len(labels)} examples of the built-in task\n")
   print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
         "batch 32 examples/s | file MB | dev accuracy |")
   print("|---|---|---|---|---|---|---|")

@@ -9,7 +9,9 @@ import os
 import sys
 import types
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf import task_kinds
 from bert_tf.errors import UserError
@@ -27,7 +29,9 @@ KINDS_DIR = os.path.join(ROOT, "bert_tf", "finetune", "kinds")
 def test_the_protocol_has_every_part_a_kind_is():
   assert set(PARTS) == {
       "name", "ranking", "probe_figure", "signature", "labelled",  # attributes
+      "portable_shapes",
       "head", "loss", "summary", "serving", "reference", "huggingface_head",  # without files
+      "portable_outputs", "portable_logits", "portable_task",
       "read", "encode", "train_batches", "evaluate"}  # with its files
 
 
@@ -37,6 +41,30 @@ def test_every_registered_kind_is_a_module_with_every_part(name):
   assert kind.__module__ == f"bert_tf.finetune.kinds.{name}" and kind.name == name
   assert issubclass(kind, TaskKind) and missing_parts(kind) == []
   assert kind.probe_figure in {figure.removeprefix("dev_") for figure in kind.ranking}
+
+
+@pytest.mark.parametrize("name", task_kinds.NAMES)
+def test_every_kind_s_portable_outputs_are_its_shapes_and_give_back_its_logits(name):
+  """A converted model's outputs are what portable.json says, and its dev figure reads the
+  head's logits from them as they were."""
+  kind = kinds.kind(name)
+  shape = {"classify": [3, 2], "regress": [3, 1], "tag": [3, 5, 2], "answer": [3, 2, 5],
+           "choose": [3, 4]}[name]
+  logits = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+  outputs = {key: np.asarray(value)
+             for key, value in kind.portable_outputs(tf.constant(logits)).items()}
+  sizes = {"batch": 3, "seq_length": 5, "labels": 2, "endings": 4}
+  assert {key: list(value.shape) for key, value in outputs.items()} == {
+      key: [sizes[dim] for dim in dims] for key, dims in kind.portable_shapes.items()}
+  assert all(value.dtype == np.float32 for value in outputs.values())
+  np.testing.assert_array_equal(kind.portable_logits(outputs), logits)
+  record = TaskRecord(task=name, labels=["a", "b"], pair=True, seq_length=5, lower_case=True,
+                      **({"max_query_length": 2, "doc_stride": 2, "max_answer_length": 3,
+                          "n_best_size": 4, "null_score_diff_threshold": 0.0,
+                          "version_2_with_negative": True} if name == "answer" else {}))
+  carried = kind.portable_task(record)
+  assert carried["labels"] == ["a", "b"] and carried["pair"] is True
+  assert set(carried) <= set(record.to_json()) - {"task", "seq_length", "lower_case"}
 
 
 def test_every_kind_module_is_registered_and_the_kinds_differ():

@@ -2,8 +2,8 @@
 and a fine-tuned model of every kind, on ids, beside a `tokenizers` tokenizer.json; each checks
 itself in a fresh process that imports only numpy, tokenizers and its runtime (its ids against
 ours, its outputs against the Keras model's), quantized or not; a changed weight fails the
-check; a quantized classifier's dev figure is printed beside the Keras model's; bad input is
-one line.
+check; each kind's dev figure (its own `evaluate`) of the converted model is printed beside
+the Keras model's; bad input is one line.
 
 The exports are made once (`exported`): the encoders by the command, the fine-tunes by the
 functions it calls, in this process."""
@@ -17,21 +17,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import task_kinds
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import portable as portable_module
 from bert_tf.export.export_settings import ExportConfig
-from bert_tf.export.portable import KIND_OUTPUTS, export_portable
+from bert_tf.export.portable import ENCODER_SHAPES, export_portable
 from bert_tf.export.portable_tokenizer import portable_tokenizer
 from bert_tf.export.portable_verification import runtime_runner, verify_portable
 from bert_tf.export.verification import text_ids
 from bert_tf.finetune import heads
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
+from bert_tf.finetune.kinds import kind as task_kind
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.portable_dev import PortableDev
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from helpers import run, write_output_dir
+from helpers import run, write_choices, write_output_dir
 
 FORMATS = ("litert", "onnx")
 TAGS = ["B-ORG", "I-ORG", "O"]
@@ -62,15 +64,15 @@ def finetunes(vocab_file, tmp_path_factory):
                       num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
   root = tmp_path_factory.mktemp("finetunes")
   made = {}
-  for seed, kind in enumerate(("classify", "regress", "tag", "answer")):
+  for seed, kind in enumerate(task_kinds.NAMES):
     keras.utils.set_random_seed(seed)
     body = pretraining_model(config).get_layer("bert_encoder")
     model = {"classify": lambda body: classifier_model(body, len(CLASSES)),
              "regress": heads.regression_model,
              "tag": lambda body: heads.tagging_model(body, len(TAGS)),
-             "answer": heads.span_model}[kind](body)
+             "answer": heads.span_model, "choose": heads.choice_model}[kind](body)
     task = {"task": kind, "labels": {"classify": CLASSES, "tag": TAGS}.get(kind, []),
-            "pair": kind == "regress", "seq_length": 24, "lower_case": True,
+            "pair": kind in ("regress", "answer", "choose"), "seq_length": 24, "lower_case": True,
             **(ANSWER_SETTINGS if kind == "answer" else {})}
     made[kind] = write_output_dir(str(root / kind), model, config, vocabulary, task)
   return made
@@ -101,7 +103,7 @@ def exported(model_dir, finetunes, tmp_path_factory):
 @pytest.mark.e2e
 @pytest.mark.parametrize("export_format", FORMATS)
 def test_the_encoder_and_every_kind_export_and_check_themselves(exported, export_format):
-  for kind in KIND_OUTPUTS:
+  for kind in ("encoder", *task_kinds.NAMES):
     directory, said = exported[export_format, kind]
     quantize = QUANTIZED.get((export_format, kind), "none")
     difference = verified(said, kind, export_format, quantize)
@@ -110,10 +112,12 @@ def test_the_encoder_and_every_kind_export_and_check_themselves(exported, export
     with open(os.path.join(directory, "portable.json")) as f:
       description = json.load(f)
     seq_length = 32 if kind == "encoder" else 24  # the run's, the fine-tune's
+    endings = ["endings"] if kind == "choose" else []  # a context paired with each ending
     assert description["inputs"] == {
-        name: {"dtype": "int32", "shape": ["batch", seq_length]}
+        name: {"dtype": "int32", "shape": ["batch", *endings, seq_length]}
         for name in ("input_ids", "token_type_ids", "attention_mask")}
-    assert sorted(description["outputs"]) == sorted(KIND_OUTPUTS[kind][1])
+    shapes = ENCODER_SHAPES if kind == "encoder" else task_kind(kind).portable_shapes
+    assert sorted(description["outputs"]) == sorted(shapes)
     assert description["quantize"] == quantize and description["kind"] == kind
     assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(kind, [])
     assert sorted(os.listdir(directory)) == sorted([
@@ -132,27 +136,54 @@ def test_a_changed_weight_fails_the_check_in_one_line(exported, finetunes):
     verify_portable(portable, "onnx", "none", directory)
 
 
+def dev_line(finetunes, exported, kind, export_format, quantize, dev_file):
+  """The `--dev_file` line of the `kind` fine-tune's export, and its two figures."""
+  finetuned = load_finetuned(finetunes[kind])
+  portable = portable_finetuned(finetuned)
+  dev = PortableDev(finetuned.task, portable, str(dev_file), data_dir=str(dev_file.parent),
+                    text_columns="text", label_column="label", header=True)
+  directory, _ = exported[export_format, kind]
+  line = dev.line(portable, runtime_runner(export_format, directory),
+                  f"{export_format} {quantize}")
+  match = re.fullmatch(rf"dev: {export_format} {quantize} (\w+) (\S+), the Keras model's (\S+) "
+                       r"\((\d+) examples\)", line)
+  assert match, line
+  return match[1], float(match[2]), float(match[3]), int(match[4])
+
+
 @pytest.mark.e2e
-def test_a_quantized_classifiers_dev_figure_beside_the_keras_models(exported, finetunes,
-                                                                    tmp_path):
-  dev_file = tmp_path / "dev.tsv"
+def test_a_converted_models_dev_figure_beside_the_keras_models(exported, finetunes, tmp_path):
+  """Each kind's own dev figure (its `evaluate`), of the converted model and the Keras one."""
   texts = ["The for statement iterates over a sequence.", "Café naïve résumé.",
            "A class defines a new type.", "北京大学", "Exceptions are raised."] * 4
-  dev_file.write_text("text\tlabel\n" + "".join(
+  tsv = tmp_path / "dev.tsv"
+  tsv.write_text("text\tlabel\n" + "".join(
       f"{text}\t{CLASSES[i % 3]}\n" for i, text in enumerate(texts)))
-  portable = portable_finetuned(load_finetuned(finetunes["classify"]))
-  dev = PortableDev(portable, str(dev_file), data_dir=str(tmp_path), text_columns="text",
-                    label_column="label", header=True)
-  directory, _ = exported["onnx", "classify"]
-  line = dev.line(portable, runtime_runner("onnx", directory), "onnx int8")
-  match = re.fullmatch(r"dev: onnx int8 dev_accuracy (\S+), the Keras model's (\S+) \(20 "
-                       r"examples\)", line)
-  assert match, line
-  assert abs(float(match[1]) - float(match[2])) <= 0.1
-  with pytest.raises(UserError, match=r"dev figures are computed for a classify or regress "
-                     r"fine-tune, not for 'tag'"):
-    PortableDev(portable_finetuned(load_finetuned(finetunes["tag"])), str(dev_file),
-                data_dir=str(tmp_path), text_columns="text", label_column="label", header=True)
+  conll = tmp_path / "dev.conll"
+  conll.write_text("".join("".join(f"{word} {tag}\n" for word, tag in zip(
+      text.split(), ["B-ORG", "I-ORG", "O", "O", "O", "O"])) + "\n" for text in texts))
+  squad_file = tmp_path / "dev.json"
+  context = "The Debugger stops at a Breakpoint. Then the stack frame shows it."
+  squad_file.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": context, "qas": [
+          {"id": str(i), "question": question,
+           "answers": [{"text": answer, "answer_start": context.index(answer)}]}
+          for i, (question, answer) in enumerate([
+              ("Where does the debugger stop?", "at a Breakpoint"),
+              ("What shows it?", "the stack frame"), ("Who stops?", "The Debugger")])]}]}]}))
+  choices = tmp_path / "dev.jsonl"
+  write_choices(choices, 6, seed=0)
+  for kind, export_format, dev_file, name, examples in (
+      ("classify", "onnx", tsv, "dev_accuracy", 20), ("tag", "litert", conll, "dev_entity_f1", 20),
+      ("answer", "onnx", squad_file, "dev_f1", 3),
+      ("choose", "litert", choices, "dev_accuracy", 6)):
+    quantize = QUANTIZED.get((export_format, kind), "none")
+    figure_name, figure, keras_figure, count = dev_line(finetunes, exported, kind,
+                                                        export_format, quantize, dev_file)
+    assert (figure_name, count) == (name, examples)
+    assert abs(figure - keras_figure) <= 0.1, (kind, figure, keras_figure)
+  with pytest.raises(UserError, match=r"dev.tsv:1: tag 'label' is not in BIO form"):
+    dev_line(finetunes, exported, "tag", "onnx", "none", tsv)
 
 
 def test_portable_tokenizer_gives_our_ids_but_where_the_docs_say(vocab_file, corpus_pattern):

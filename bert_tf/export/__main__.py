@@ -53,16 +53,18 @@ def portable_export(config: ExportConfig) -> None:
   from bert_tf.export.trained import load_trained, portable_encoder
   from bert_tf.finetune import finetuned
   from bert_tf.finetune.portable_dev import PortableDev
+  dev = None
   if finetuned.is_finetuned(config.model_dir):
-    portable = finetuned.portable_finetuned(finetuned.load_finetuned(config.model_dir),
-                                            config.seq_length)
+    model = finetuned.load_finetuned(config.model_dir)
+    portable = finetuned.portable_finetuned(model, config.seq_length)
+    dev = config.dev_file and PortableDev(
+        model.task, portable, config.dev_file, data_dir=config.data_dir,
+        text_columns=config.text_columns, label_column=config.label_column,
+        header=not config.no_header)
   elif config.dev_file:
     raise UserError("--dev_file is for a fine-tune's output_dir, not a pre-training run")
   else:
     portable = portable_encoder(load_trained(config.model_dir), config.seq_length)
-  dev = config.dev_file and PortableDev(
-      portable, config.dev_file, data_dir=config.data_dir, text_columns=config.text_columns,
-      label_column=config.label_column, header=not config.no_header)
   export_portable(portable, config.format, config.quantize, config.output)
   if not config.skip_verify:
     print(verify_portable(portable, config.format, config.quantize, config.output,

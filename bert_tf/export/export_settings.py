@@ -73,9 +73,9 @@ class ExportConfig(DataDirConfig, ColumnsConfig):
                           "int8 (dynamic-range int8 weights).", choices=QUANTIZATIONS)
   seq_length: int = setting(0, "litert, onnx: the tokens of the model's inputs; 0: the run's "
                             "or the fine-tune's sequence length.")
-  dev_file: str = setting("", "litert, onnx of a classify or regress fine-tune: a dev file "
-                          "of its task (or its built-in task's name) on which the converted "
-                          "model's dev figure is printed beside the Keras model's.")
+  dev_file: str = setting("", "litert, onnx of a fine-tune: a dev file of its task (or its "
+                          "built-in task's name) on which the converted model's dev figure "
+                          "(its kind's first) is printed beside the Keras model's.")
   skip_verify: bool = setting(False, "Do not load the export as its user will and compare its "
                               "ids and outputs with the trained model's.")
 

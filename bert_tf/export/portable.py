@@ -4,16 +4,18 @@
 (docs/serving.md#litert-and-onnx).
 
 The model takes `input_ids`, `token_type_ids` and `attention_mask`, int32 `[batch, seq_length]`
-(any batch): the encoder gives its sequence and pooled outputs, a fine-tuned model its head's
-outputs (`KIND_OUTPUTS`). Both formats start from the same Keras function on ids: LiteRT
-through TensorFlow's converter on its SavedModel (Keras's `ExportArchive`, which holds the
-weights as the converter freezes them), ONNX through tf2onnx on the function, its exact GELU's
-`Erfc` written as `1 - Erf` (ONNX has no Erfc).
+(any batch): the encoder gives its sequence and pooled outputs (`encoder_outputs`), a
+fine-tuned model its head's outputs as its kind declares them (`TaskKind.portable_outputs`,
+passed in by the fine-tuning layer). Both formats start from the same Keras function on ids:
+LiteRT through TensorFlow's converter on its SavedModel (Keras's `ExportArchive`, which holds
+the weights as the converter freezes them), ONNX through tf2onnx on the function, its exact
+GELU's `Erfc` written as `1 - Erf` (ONNX has no Erfc).
 """
 
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -29,68 +31,57 @@ DESCRIPTION_FILE = "portable.json"
 TOKENIZER_FILE = "tokenizer.json"
 ONNX_OPSET = 17
 
+# A pre-trained run's encoder's outputs, and their shapes.
+ENCODER_SHAPES = {"sequence_output": ["batch", "seq_length", "hidden_size"],
+                  "pooled_output": ["batch", "hidden_size"]}
 
-def _classify(logits):
-  logits = tf.cast(logits, tf.float32)
-  return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
 
-
-# What a model of each kind gives, from the Keras model's outputs: (outputs, their shapes).
-# "encoder" is a pre-trained run's; the others are the fine-tuning kinds' heads.
-KIND_OUTPUTS = {
-    "encoder": (lambda out: {"sequence_output": out["sequence_output"],
-                             "pooled_output": out["pooled_output"]},
-                {"sequence_output": ["batch", "seq_length", "hidden_size"],
-                 "pooled_output": ["batch", "hidden_size"]}),
-    "classify": (_classify, {"logits": ["batch", "labels"], "probabilities": ["batch", "labels"]}),
-    "regress": (lambda out: {"score": tf.cast(out, tf.float32)[:, 0]}, {"score": ["batch"]}),
-    "tag": (lambda out: {"logits": tf.cast(out, tf.float32)},
-            {"logits": ["batch", "seq_length", "labels"]}),
-    # The span head's logits, -10000 where an answer can neither start nor end.
-    "answer": (lambda out: {"start_logits": out[:, 0], "end_logits": out[:, 1]},
-               {"start_logits": ["batch", "seq_length"], "end_logits": ["batch", "seq_length"]}),
-}
-# What portable.json carries of a fine-tune's task.json: what post-processing needs.
-TASK_KEYS = ("labels", "pair", "max_query_length", "doc_stride", "max_answer_length",
-             "n_best_size", "null_score_diff_threshold", "version_2_with_negative")
+def encoder_outputs(outputs: dict) -> dict:
+  return {name: outputs[name] for name in ENCODER_SHAPES}
 
 
 @dataclasses.dataclass
 class PortableModel:
   """A Keras model on our features and what its portable export needs to know: its kind
-  ("encoder" or a fine-tuning kind), its task (task.json; {} for the encoder), its
-  vocabulary file, case and sequence length."""
+  ("encoder" or a fine-tuning kind), its named outputs (`outputs_of` the model's outputs) and
+  their `shapes` (dimensions `batch`, `seq_length`, others by name), what portable.json
+  carries of its task ({} for the encoder), its vocabulary file, case and sequence length, and
+  the shape of its ids inputs (`[batch, seq_length]`, or with another axis between, as
+  multiple choice's `[batch, endings, seq_length]`)."""
 
   model: keras.Model
   kind: str
+  outputs_of: Callable[[object], dict]
+  shapes: dict[str, list]
   task: dict
   vocab_file: str
   lower_case: bool
   seq_length: int
+  input_shape: tuple = ("batch", "seq_length")
 
   def outputs(self, input_ids, token_type_ids, attention_mask) -> dict:
     """The portable model's outputs on ids."""
     out = self.model({"token_ids": input_ids, "segment_ids": token_type_ids,
                       "padding_mask": attention_mask}, training=False)
-    return KIND_OUTPUTS[self.kind][0](out)
+    return self.outputs_of(out)
 
   def input_signature(self) -> list[tf.TensorSpec]:
-    return [tf.TensorSpec([None, self.seq_length], tf.int32, name=name) for name in INPUTS]
+    shape = [None] * (len(self.input_shape) - 1) + [self.seq_length]
+    return [tf.TensorSpec(shape, tf.int32, name=name) for name in INPUTS]
 
   def description(self, export_format: str, quantize: str) -> dict:
     """portable.json: the file, its inputs and outputs, and the labels and settings that
     post-processing needs."""
-    shapes = KIND_OUTPUTS[self.kind][1]
     return {
         "format": export_format, "model_file": FORMATS[export_format].model_file,
         "quantize": quantize, "kind": self.kind, "seq_length": self.seq_length,
         "lower_case": self.lower_case, "tokenizer": TOKENIZER_FILE,
-        "inputs": {name: {"dtype": "int32", "shape": ["batch", self.seq_length]}
+        "inputs": {name: {"dtype": "int32", "shape": [*self.input_shape[:-1], self.seq_length]}
                    for name in INPUTS},
         "outputs": {name: {"dtype": "float32", "shape": [
             self.seq_length if dim == "seq_length" else dim for dim in shape]}
-            for name, shape in shapes.items()},
-        **{key: self.task[key] for key in TASK_KEYS if key in self.task},
+            for name, shape in self.shapes.items()},
+        **self.task,
     }
 
 

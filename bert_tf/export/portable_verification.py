@@ -105,6 +105,10 @@ def verify_portable(portable: PortableModel, export_format: str, quantize: str,
   vocabulary = Vocabulary(portable.vocab_file)
   ids, inputs = reference_inputs(vocabulary, texts, lower_case=portable.lower_case,
                                  seq_length=portable.seq_length)
+  # Each text on its own along any axis between the batch and the sequence (one ending each).
+  inner = [1] * (len(portable.input_shape) - 2)
+  inputs = {name: value.reshape([len(texts), *inner, portable.seq_length])
+            for name, value in inputs.items()}
   expected = {name: np.asarray(value) for name, value in portable.outputs(
       *(inputs[name] for name in INPUTS)).items()}
   got = portable_outputs(export_format, directory, texts, inputs)

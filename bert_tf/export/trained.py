@@ -10,7 +10,7 @@ import tensorflow as tf
 from bert_tf import run_record
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.portable import PortableModel
+from bert_tf.export.portable import ENCODER_SHAPES, PortableModel, encoder_outputs
 from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.interop.source import RunDirectory
@@ -88,6 +88,6 @@ def verify(trained: Trained, export_format: str, output: str) -> str:
 def portable_encoder(trained: Trained, seq_length: int = 0) -> PortableModel:
   """The encoder of `trained` on ids, for its LiteRT or ONNX export; `seq_length` 0: the
   run's."""
-  return PortableModel(trained.model.get_layer("bert_encoder"), "encoder", {},
-                       trained.vocabulary.path, trained.lower_case,
+  return PortableModel(trained.model.get_layer("bert_encoder"), "encoder", encoder_outputs,
+                       ENCODER_SHAPES, {}, trained.vocabulary.path, trained.lower_case,
                        seq_length or trained.seq_length)

@@ -78,8 +78,11 @@ def verify_finetuned(finetuned: Finetuned, export_format: str, output: str) -> s
 
 
 def portable_finetuned(finetuned: Finetuned, seq_length: int = 0) -> PortableModel:
-  """The task model of `finetuned` on ids, for its LiteRT or ONNX export; `seq_length` 0: the
-  fine-tune's."""
+  """The task model of `finetuned` on ids, for its LiteRT or ONNX export, its outputs as its
+  kind declares them (`TaskKind.portable_outputs`); `seq_length` 0: the fine-tune's."""
   task = finetuned.task
-  return PortableModel(finetuned.model, task["task"], task, finetuned.vocabulary.path,
-                       task["lower_case"], seq_length or task["seq_length"])
+  task_kind = kind(task.task)
+  return PortableModel(finetuned.model, task.task, task_kind.portable_outputs,
+                       task_kind.portable_shapes, task_kind.portable_task(task),
+                       finetuned.vocabulary.path, task.lower_case,
+                       seq_length or task.seq_length, task_kind.portable_input_shape)

@@ -110,6 +110,9 @@ class Answer(TaskKind):
   signature = "answer"
   labelled = False
   probe_seq_length = 128  # a question and its context's window, together
+  # The span head's logits, -10000 where an answer can neither start nor end.
+  portable_shapes = {"start_logits": ["batch", "seq_length"],
+                     "end_logits": ["batch", "seq_length"]}
 
   def read(self) -> None:
     config = self.config
@@ -198,6 +201,23 @@ class Answer(TaskKind):
   @staticmethod
   def transformers_logits(outputs) -> np.ndarray:
     return np.stack([outputs.start_logits[0].numpy(), outputs.end_logits[0].numpy()], axis=-1)
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    return {"start_logits": logits[:, 0], "end_logits": logits[:, 1]}
+
+  @staticmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    return np.stack([outputs["start_logits"], outputs["end_logits"]], axis=1)
+
+  @staticmethod
+  def portable_task(task) -> dict:
+    """How the context is cut into windows and an answer chosen from their logits (the
+    flags of the same names), for the post-processing a user writes."""
+    return {"labels": task.labels, "pair": task.pair,
+            **{name: getattr(task, name) for name in (
+                "max_query_length", "doc_stride", "max_answer_length", "n_best_size",
+                "null_score_diff_threshold", "version_2_with_negative")}}
 
 
 KIND = Answer

@@ -25,6 +25,15 @@ and, without its files (from a fine-tuned model and its `TaskRecord`):
   got) results of the Keras model and of the loaded export;
 - `huggingface_head(task)`: the transformers class, head layer and config entries its Hugging
   Face export has (`interop.huggingface.TaskHead`);
+- `portable_shapes` (an attribute), `portable_outputs(logits)`, `portable_logits(outputs)` and
+  `portable_task(task)`: its LiteRT and ONNX export (`export/portable.py`, on the ids inputs
+  `input_ids`, `token_type_ids`, `attention_mask`, int32 `[batch, seq_length]`): its named
+  outputs' shapes (dimensions `batch`, `seq_length`, `labels` or a number; a kind whose inputs
+  have another axis, such as `[batch, endings, seq_length]`, names it in its outputs' shapes and
+  in `portable_input_shape`), the function from the head's logits to those float32 outputs, its
+  inverse (the logits `evaluate` reads, from a converted model's outputs: how the dev figure
+  of a converted model is its `evaluate`'s, `finetune/portable_dev.py`), and what portable.json
+  carries of its `TaskRecord` (what post-processing needs: labels, settings);
 
 and, made from the `FinetuneConfig` (its files resolved, `train_file` and `dev_file`):
 
@@ -58,7 +67,7 @@ from bert_tf.finetune.glue import reading as glue_reading
 
 DEV_BATCH = 64
 # The attributes every kind sets, beside the abstract methods of `TaskKind`.
-ATTRIBUTES = ("name", "ranking", "probe_figure", "signature", "labelled")
+ATTRIBUTES = ("name", "ranking", "probe_figure", "signature", "labelled", "portable_shapes")
 
 
 @dataclasses.dataclass
@@ -77,6 +86,10 @@ class TaskKind(abc.ABC):
 
   labels: list[str] = []
   pair = False
+  portable_shapes: dict[str, list] = None  # set by each kind: {output name: shape}
+  # The LiteRT and ONNX model's ids inputs: [batch, seq_length], unless the kind's features
+  # have another axis (choose's endings).
+  portable_input_shape = ("batch", "seq_length")
   probe_seq_length = 64  # the probe's texts are cut here (or at --seq_length, if shorter)
 
   def __init__(self, config: FinetuneConfig):
@@ -118,6 +131,21 @@ class TaskKind(abc.ABC):
   @abc.abstractmethod
   def huggingface_head(cls, task):
     """`interop.huggingface.TaskHead` of the kind's transformers class for `task`."""
+
+  @staticmethod
+  @abc.abstractmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    """The LiteRT/ONNX model's outputs, float32, from the head's logits: `portable_shapes`."""
+
+  @staticmethod
+  @abc.abstractmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    """The head's logits from a converted model's `portable_outputs` (numpy)."""
+
+  @staticmethod
+  @abc.abstractmethod
+  def portable_task(task) -> dict:
+    """portable.json's entries of `task` (a `TaskRecord`): what post-processing needs."""
 
   @staticmethod
   def one_example(inputs: dict) -> dict:

@@ -96,6 +96,10 @@ class Choose(TaskKind):
   signature = "choose"
   labelled = False
   pair = True  # a context and each ending
+  # LiteRT and ONNX: ids [batch, endings, seq_length] in (an absent ending all padding), the
+  # endings' logits (-10000 for an absent one) and their softmax out.
+  portable_input_shape = ("batch", "endings", "seq_length")
+  portable_shapes = {"logits": ["batch", "endings"], "probabilities": ["batch", "endings"]}
 
   def read(self) -> None:
     self.train = choice.read_choices(self.train_file, "--train_file")
@@ -145,6 +149,21 @@ class Choose(TaskKind):
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForMultipleChoice", "classifier", pooler=True, config={})
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    logits = tf.cast(logits, tf.float32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+
+  @staticmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    return outputs["logits"]
+
+  @staticmethod
+  def portable_task(task) -> dict:
+    """No labels (the right ending's number is the label); an example is a context paired with
+    each ending."""
+    return {"labels": task.labels, "pair": task.pair}
 
   @staticmethod
   def one_example(inputs: dict) -> dict:

@@ -75,6 +75,7 @@ class Classify(TextTask):
   probe_figure = "accuracy"
   signature = "classify"
   labelled = True
+  portable_shapes = {"logits": ["batch", "labels"], "probabilities": ["batch", "labels"]}
 
   def read(self) -> None:
     super().read()
@@ -133,6 +134,15 @@ class Classify(TextTask):
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForSequenceClassification", "classifier", pooler=True, config={
         **label_names(task.labels), "problem_type": "single_label_classification"})
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    logits = tf.cast(logits, tf.float32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+
+  @staticmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    return outputs["logits"]
 
 
 KIND = Classify

@@ -45,6 +45,7 @@ class Regress(TextTask):
   probe_figure = "pearson"
   signature = "score"
   labelled = False
+  portable_shapes = {"score": ["batch"]}
 
   def read(self) -> None:
     super().read()
@@ -100,6 +101,14 @@ class Regress(TextTask):
     return TaskHead("BertForSequenceClassification", "classifier", pooler=True, config={
         "num_labels": 1, "problem_type": "regression", "id2label": {"0": "LABEL_0"},
         "label2id": {"LABEL_0": 0}})
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    return {"score": tf.cast(logits, tf.float32)[:, 0]}
+
+  @staticmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    return outputs["score"][:, None]
 
 
 KIND = Regress

@@ -79,6 +79,7 @@ class Tag(TaskKind):
   probe_figure = "entity_f1"
   signature = "tag"
   labelled = True
+  portable_shapes = {"logits": ["batch", "seq_length", "labels"]}
 
   def read(self) -> None:
     self.train, self.dev, self.labels = tagging.read_tagging_task(self.train_file,
@@ -140,6 +141,19 @@ class Tag(TaskKind):
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForTokenClassification", "classifier", pooler=False,
                     config=label_names(task.labels))
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    return {"logits": tf.cast(logits, tf.float32)}
+
+  @staticmethod
+  def portable_logits(outputs: dict) -> np.ndarray:
+    return outputs["logits"]
+
+  @staticmethod
+  def portable_task(task) -> dict:
+    """The tags, in the order of the logits (a word's tag is its first piece's)."""
+    return {"labels": task.labels, "pair": task.pair}
 
 
 KIND = Tag
