@@ -242,6 +242,13 @@ def missing_parts(kind: type) -> list[str]:
           if left_out(name)]
 
 
+def softmax_outputs(logits: tf.Tensor) -> dict:
+  """A portable model's outputs where the head scores alternatives (classes, endings): the
+  logits and their softmax, float32."""
+  logits = tf.cast(logits, tf.float32)
+  return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+
+
 def predicted_classes(model: keras.Model, dataset: tf.data.Dataset) -> tuple:
   """(label ids, predicted ids) of `dataset`'s examples, dropout off: the class (or ending)
   of the greatest logit."""

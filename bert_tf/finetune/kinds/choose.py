@@ -15,7 +15,13 @@ from bert_tf.export.numpy_bert import softmax
 from bert_tf.export.verification import EXAMPLES, Results, pair_ids, text_ids
 from bert_tf.finetune import choice, data, heads, losses, metrics
 from bert_tf.finetune.choice import ChoiceEncoder
-from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, predicted_classes
+from bert_tf.finetune.kinds.base import (
+  DEV_BATCH,
+  Serving,
+  TaskKind,
+  predicted_classes,
+  softmax_outputs,
+)
 from bert_tf.interop.huggingface import TaskHead
 
 # The export check's endings for each example's first text as the context: the example's
@@ -150,10 +156,7 @@ class Choose(TaskKind):
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForMultipleChoice", "classifier", pooler=True, config={})
 
-  @staticmethod
-  def portable_outputs(logits: tf.Tensor) -> dict:
-    logits = tf.cast(logits, tf.float32)
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+  portable_outputs = staticmethod(softmax_outputs)
 
   @staticmethod
   def portable_logits(outputs: dict) -> np.ndarray:

@@ -16,7 +16,7 @@ from bert_tf.export.verification import Results
 from bert_tf.finetune import data, losses, metrics
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import checked_batch, save
-from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes
+from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes, softmax_outputs
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.output_dir import CLASSES_FILE
@@ -135,10 +135,7 @@ class Classify(TextTask):
     return TaskHead("BertForSequenceClassification", "classifier", pooler=True, config={
         **label_names(task.labels), "problem_type": "single_label_classification"})
 
-  @staticmethod
-  def portable_outputs(logits: tf.Tensor) -> dict:
-    logits = tf.cast(logits, tf.float32)
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits)}
+  portable_outputs = staticmethod(softmax_outputs)
 
   @staticmethod
   def portable_logits(outputs: dict) -> np.ndarray:
