@@ -46,7 +46,7 @@ from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training.trainer import TrainConfig, train
 from helpers import one_layer_config
 
-def two_cpus(name, tpu=""):
+def two_cpus(name, *where):
   return {"mirrored": lambda: tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]),
           "multi_worker": tf.distribute.MultiWorkerMirroredStrategy,
           "default": tf.distribute.get_strategy}[name]()

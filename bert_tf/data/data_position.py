@@ -111,7 +111,9 @@ def next_keys(last: np.ndarray, num_pipelines: int) -> list:
 def read_layout(checkpoint: str) -> piece_deal.Layout | None:
   """The layout of the checkpoint `checkpoint`'s data position; None when it has none
   (written before layouts: then by as many pipelines as replicas or one)."""
-  reader = tf.train.load_checkpoint(checkpoint)
+  # A reader of the prefix itself: `tf.train.load_checkpoint` would take a prefix on a file
+  # system where every path is also a directory (ram://) for a directory of checkpoints.
+  reader = tf.compat.v1.train.NewCheckpointReader(checkpoint)
   if not reader.has_tensor(_LAYOUT_KEY):
     return None
   value = reader.get_tensor(_LAYOUT_KEY)
