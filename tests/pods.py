@@ -11,22 +11,25 @@ warm Python (`helpers.start`) and enters its pod's namespaces as its first act (
 forked process has one thread, which is what joining a user namespace asks.
 
 Nothing of the node is on this machine outside its namespaces: its interfaces and its mount end
-with it. It ends when its `with` block does, or when the test process dies (its namespaces are
-held by processes that read a pipe from the test process); the block kills the pods still
-running first.
+with it. It ends when its `with` block does, which kills the pods still running first, or when
+the test process dies: the kernel then kills the pods (`PR_SET_PDEATHSIG`), and the processes
+that hold the namespaces read a pipe from the test process, which ends with it.
 """
 
 import ctypes
 import os
 import select
+import signal
 import subprocess
 import sys
+import time
 
 import yaml
 
 import helpers
 
 MANIFEST = os.path.join(helpers.ROOT, "deploy", "kubernetes.yaml")
+PR_SET_PDEATHSIG = 1
 POD_NETWORK = "10.244.0."  # pod i is at 10.244.0.(i + 2)/24; the bridge holds no address
 
 # Runs in the node's namespaces (`unshare`) with the hosts file and each pod's `hostname/address`
@@ -122,7 +125,8 @@ class Node:
     with open(self.hosts, "a") as f:  # in place: the node's /etc/hosts is this very file
       f.write(f"{self.address(index)} {self.name(index)}.{self.subdomain}\n")
     process = helpers.start(
-        ["-c", f"import pods; pods.become({self.node.pid}, {self.pods[index]})", script, *args],
+        ["-c", f"import pods; pods.become({self.node.pid}, {self.pods[index]}, {os.getpid()})",
+         script, *args],
         JOB_COMPLETION_INDEX=str(index), HOSTNAME=self.name(index), **variables)
     self.started.append(process)
     return process
@@ -152,10 +156,11 @@ class Node:
     self.node.stderr.close()
 
 
-def become(node, pod):
+def become(node, pod, test):
   """Makes this process (single-threaded: a fork) a process of `pod`'s container on `node`
-  (their pids): their namespaces joined, the working directory kept; then runs `sys.argv[1]` as
-  `__main__` with the arguments after it, as `python SCRIPT ARGS` does."""
+  (their pids), which the kernel kills if the `test` process (its parent, by adoption) ends: the
+  namespaces joined, the working directory kept; then runs `sys.argv[1]` as `__main__` with the
+  arguments after it, as `python SCRIPT ARGS` does."""
   libc = ctypes.CDLL(None, use_errno=True)
   directory = os.getcwd()
   # Each opened first: inside the node's user namespace, the pods' are no longer this process's
@@ -167,6 +172,14 @@ def become(node, pod):
       raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
     os.close(fd)
   os.chdir(directory)  # joining a mount namespace moves to its root
+  # After the namespaces (a new user namespace clears it), once the test process has adopted
+  # this one (the warm Python's middle process ends first).
+  deadline = time.monotonic() + 60
+  while os.getppid() != test and time.monotonic() < deadline:
+    time.sleep(0.01)
+  libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+  if os.getppid() != test:
+    sys.exit(f"the test process {test} ended before its pod started")
   import runpy
   sys.argv = sys.argv[1:]
   runpy.run_path(sys.argv[0], run_name="__main__")
