@@ -86,7 +86,7 @@ class Node:
     self.subdomain = pod["subdomain"]
     self.count = job["spec"]["completions"]
     self.hosts = os.path.join(str(directory), "hosts")
-    self.pods = []  # the pid that holds each pod's namespaces
+    self.holders = []  # the pid of the process that holds each pod's namespaces
     self.started = []
 
   def name(self, index):
@@ -112,7 +112,7 @@ class Node:
       raise AssertionError("the Kubernetes node stand-in needs user, network, mount and UTS "
                            "namespaces, a bridge and veth pairs (unshare, ip, nsenter): "
                            f"{self.failure or 'no answer in 60 s'}")
-    self.pods = [int(pid) for pid in line.split()]
+    self.holders = [int(pid) for pid in line.split()]
     return self
 
   def start(self, index, command, args, **variables):
@@ -125,7 +125,7 @@ class Node:
     with open(self.hosts, "a") as f:  # in place: the node's /etc/hosts is this very file
       f.write(f"{self.address(index)} {self.name(index)}.{self.subdomain}\n")
     process = helpers.start(
-        ["-c", f"import pods; pods.become({self.node.pid}, {self.pods[index]}, {os.getpid()})",
+        ["-c", f"import pods; pods.become({self.node.pid}, {self.holders[index]}, {os.getpid()})",
          script, *args],
         JOB_COMPLETION_INDEX=str(index), HOSTNAME=self.name(index), **variables)
     self.started.append(process)
@@ -134,10 +134,11 @@ class Node:
   def listens(self, index, port):
     """Whether something listens on `port` in pod `index` (its own network's sockets)."""
     for table in ("tcp", "tcp6"):
-      for line in open(f"/proc/{self.pods[index]}/net/{table}").readlines()[1:]:
-        local, state = line.split()[1], line.split()[3]
-        if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-          return True
+      with open(f"/proc/{self.holders[index]}/net/{table}") as sockets:
+        for line in list(sockets)[1:]:
+          local, state = line.split()[1], line.split()[3]
+          if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+            return True
     return False
 
   def __exit__(self, *exception):
