@@ -157,6 +157,15 @@ class Node:
     self.node.stderr.close()
 
 
+def traces():
+  """What a node could leave on this machine: its kinds of interfaces (a bridge, veth pairs) and
+  mounts over /etc/hosts, as this machine has them now."""
+  interfaces = sorted(name for name in os.listdir("/sys/class/net")
+                      if name.startswith(("bridge", "veth")))
+  with open("/proc/self/mountinfo") as mounts:
+    return interfaces, [line for line in mounts if " /etc/hosts " in line]
+
+
 def become(node, pod, test):
   """Makes this process (single-threaded: a fork) a process of `pod`'s container on `node`
   (their pids), which the kernel kills if the `test` process (its parent, by adoption) ends: the
