@@ -119,6 +119,10 @@ def test_workers_wait_for_each_other_and_name_those_that_never_join():
                                             rf"\({addresses[1]}\), worker 2 \({addresses[2]}\) "
                                             "never joined; nothing was written$"):
     cluster.form(resolver(addresses, 0), timeout=1)
+  # A pod whose name is not published yet (Kubernetes): a worker that has not joined.
+  with pytest.raises(TrainingStopped, match=r"^the cluster did not form within 1 s: worker 1 "
+                                            r"\(bert-pretraining-1.invalid:5\) never joined; "):
+    cluster.form(resolver([addresses[0], "bert-pretraining-1.invalid:5"], 0), timeout=1)
 
   # Each worker, once it saw the other, leaves its port to TensorFlow's server (here a socket
   # that listens until both have formed).
