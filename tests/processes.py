@@ -21,7 +21,8 @@ PR_SET_CHILD_SUBREAPER = 36
 # Environment variables a command may read after TensorFlow is imported (the others a test
 # sets, such as the locale, act when an interpreter starts: a fresh one runs those).
 READ_LATE = {"TF_CONFIG", "CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST", "SLURM_PROCID",
-             "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE"}
+             "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE",
+             "JOB_COMPLETION_INDEX", "HOSTNAME"}
 
 
 def without_graph_optimisation():

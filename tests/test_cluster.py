@@ -9,8 +9,8 @@ import threading
 
 import pytest
 import tensorflow as tf
-import yaml
 
+import pods
 from bert_tf.errors import UserError
 from bert_tf.runtime import cluster
 from bert_tf.runtime.checkpointing import TrainingStopped
@@ -18,7 +18,6 @@ from bert_tf.runtime.runtime_settings import ClusterConfig
 from bert_tf.training.train_settings import TrainConfig
 from helpers import ROOT, free_ports, slurm_step, tf_config
 
-MANIFEST = os.path.join(ROOT, "deploy", "kubernetes.yaml")
 SBATCH = os.path.join(ROOT, "deploy", "slurm.sbatch")
 
 
@@ -51,9 +50,9 @@ def test_slurm_variables_describe_one_task_per_node_or_several(monkeypatch):
 
 
 def test_a_pod_of_the_shipped_indexed_job_describes_the_cluster_from_its_variables(monkeypatch):
-  service, job = [document for document in yaml.safe_load_all(open(MANIFEST))]
-  assert service["kind"] == "Service" and service["spec"]["clusterIP"] == "None"  # headless
-  assert job["kind"] == "Job" and job["spec"]["completionMode"] == "Indexed"
+  service, job = pods.indexed_job()
+  assert service["spec"]["clusterIP"] == "None"  # headless
+  assert job["spec"]["completionMode"] == "Indexed"
   pod = job["spec"]["template"]["spec"]
   assert pod["subdomain"] == service["metadata"]["name"]  # pods named JOB-INDEX.SERVICE
   assert service["spec"]["selector"].items() <= job["spec"]["template"]["metadata"][
@@ -120,6 +119,10 @@ def test_workers_wait_for_each_other_and_name_those_that_never_join():
                                             rf"\({addresses[1]}\), worker 2 \({addresses[2]}\) "
                                             "never joined; nothing was written$"):
     cluster.form(resolver(addresses, 0), timeout=1)
+  # A pod whose name is not published yet (Kubernetes): a worker that has not joined.
+  with pytest.raises(TrainingStopped, match=r"^the cluster did not form within 1 s: worker 1 "
+                                            r"\(bert-pretraining-1.invalid:5\) never joined; "):
+    cluster.form(resolver([addresses[0], "bert-pretraining-1.invalid:5"], 0), timeout=1)
 
   # Each worker, once it saw the other, leaves its port to TensorFlow's server (here a socket
   # that listens until both have formed).

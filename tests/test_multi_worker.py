@@ -1,5 +1,7 @@
 """`--strategy=multi_worker`: two worker processes on 127.0.0.1 (TF_CONFIG) train together;
-launched as Slurm tasks (`--cluster=slurm`, Slurm's variables), they train to the same weights.
+launched as Slurm tasks (`--cluster=slurm`, Slurm's variables) or as the pods of the shipped
+Kubernetes manifest (`--cluster=kubernetes`, on a stand-in node: tests/pods.py), they train to
+the same weights.
 
 Both must finish with identical weights, each reading its own input shard (none of the
 examples of one shard is in the other), the chief writing `model_dir` and the other worker
@@ -14,24 +16,31 @@ test_global_batch.py; dropout off).
 import json
 import os
 import pickle
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import pods
 from bert_tf.export.trained import load_trained, verify
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
-from helpers import TRAIN_AS_WORKER, finish, start_slurm_workers, start_workers, weights
+from helpers import (
+  TRAIN_AS_WORKER,
+  finish,
+  one_layer_config,
+  start_slurm_workers,
+  start_workers,
+  weights,
+)
 
 pytestmark = pytest.mark.e2e
 
-SETTINGS = r"""
-dict(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8, train_steps=4,
-     checkpoint_every=2, eval_steps=2, skip_verify=True)
-"""
-WORKER = TRAIN_AS_WORKER + f"train_as_worker(**{SETTINGS.strip()})" + r"""
+SETTINGS = dict(dropout=0.0, seq_length=64, max_predictions_per_seq=10, global_batch_size=8,
+                train_steps=4, checkpoint_every=2, eval_steps=2, skip_verify=True)
+WORKER = TRAIN_AS_WORKER + f"train_as_worker(**{SETTINGS!r})" + r"""
 import json, os
 import numpy as np
 # The examples of this worker's shard, as the trainer's input pipeline makes them.
@@ -76,7 +85,7 @@ def single_process_update(chief_dir, model_dir):
 # script's last argument), no serving export (the TF_CONFIG run's is checked).
 SLURM_WORKER = TRAIN_AS_WORKER + f"""
 train_as_worker(cluster="slurm", cluster_port=int(sys.argv[4]), serving_export=False,
-                **{SETTINGS.strip()})
+                **{SETTINGS!r})
 """
 
 
@@ -117,15 +126,58 @@ def test_two_workers_train_together(tf_config_run):
     assert np.abs(e - f).max() < 1e-4 * scale
 
 
+def trained_as_the_tf_config_launch(model_dir, tf_config_run):
+  """Checks that the chief of a launch in `model_dir` has the weights of the TF_CONFIG launch's
+  chief and of its own other worker (to float32 rounding)."""
+  launched = weights(model_dir)
+  for directory in (tf_config_run[0], os.path.join(model_dir, "workers", "worker-1")):
+    expected = weights(directory)
+    assert sorted(expected) == sorted(launched)
+    for name in expected:
+      np.testing.assert_allclose(launched[name], expected[name], atol=1e-6, err_msg=name)
+
+
 def test_a_slurm_launch_trains_as_the_tf_config_launch(tf_config_run, tmp_path, data_dir,
                                                        vocab_file):
   model_dir = str(tmp_path / "slurm")
   outputs = finish(start_slurm_workers(SLURM_WORKER, [data_dir, vocab_file, model_dir]))
   for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
-  launched_by_slurm = weights(model_dir)
-  for directory in (tf_config_run[0], os.path.join(model_dir, "workers", "worker-1")):
-    expected = weights(directory)
-    assert sorted(expected) == sorted(launched_by_slurm)
-    for name in expected:
-      np.testing.assert_allclose(launched_by_slurm[name], expected[name], atol=1e-6, err_msg=name)
+  trained_as_the_tf_config_launch(model_dir, tf_config_run)
+
+
+def test_the_pods_of_the_kubernetes_manifest_train_as_the_tf_config_launch(
+    tf_config_run, tmp_path, data_dir, vocab_file):
+  """The manifest's containers, each in a pod of a node made of this machine's namespaces
+  (tests/pods.py), every pod on the manifest's port; only the flagfile (the model and data of
+  the TF_CONFIG launch) and the model_dir change. Pod 0 starts first and waits for pod 1, whose
+  name does not resolve yet. On CPU, as the other launches. The node leaves no interface and no
+  mount behind."""
+  service, job = pods.indexed_job()
+  (container,) = job["spec"]["template"]["spec"]["containers"]
+  flagfile, model_dir = tmp_path / "tiny.flags", str(tmp_path / "runs" / "kubernetes")
+  flagfile.write_text("\n".join(
+      [f"--data_dir={data_dir}", f"--vocab_file={vocab_file}",
+       f"--config={one_layer_config(vocab_file)}", "--warmup_steps=1", "--verbose=false",
+       "--noserving_export", *(f"--{name}={value}" for name, value in SETTINGS.items())]))
+  args = [f"--flagfile={flagfile}" if arg.startswith("--flagfile=") else
+          f"--model_dir={model_dir}" if arg.startswith("--model_dir=") else arg
+          for arg in container["args"]]
+  assert args.count(f"--model_dir={model_dir}") == args.count(f"--flagfile={flagfile}") == 1
+  port = container["ports"][0]["containerPort"]
+  before = pods.traces()
+
+  with pods.Node(tmp_path, service, job) as node:
+    first = node.start(0, container["command"], args, CUDA_VISIBLE_DEVICES="")
+    deadline = time.monotonic() + 300
+    while not node.listens(0, port):  # waiting in `form` for worker 1, past `check`
+      assert first.poll() is None, first.communicate()[1][-3000:]
+      assert time.monotonic() < deadline, "pod 0 never listened on its port"
+      time.sleep(0.1)
+    second = node.start(1, container["command"], args, CUDA_VISIBLE_DEVICES="")
+    outputs = finish([first, second], timeout=300)
+  assert pods.traces() == before
+
+  for index, stderr in enumerate(outputs):
+    assert f"Input pipeline {index} of 2" in stderr
+  trained_as_the_tf_config_launch(model_dir, tf_config_run)
