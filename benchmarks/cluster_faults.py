@@ -3,8 +3,10 @@ each cluster fault, and where a re-run goes on from.
 
     python benchmarks/cluster_faults.py --cluster_timeout=30 [--faults=descriptions|lost]
 
-The faults: a peer that never starts; descriptions that cannot form a cluster (TF_CONFIG not
-JSON, a task index out of range, an address that does not resolve, two workers with one index);
+The faults: a peer that never starts; one that answers on its port but never joins (it went
+away or hung before TensorFlow's servers met); descriptions that cannot form a cluster
+(TF_CONFIG not JSON, a task index out of range, an address that does not resolve, two workers
+with one index);
 a worker killed with -9 mid-run and one stopped with SIGSTOP (later SIGCONT), each for worker 1
 and for worker 0 (the chief, which also leads TensorFlow's coordination service). For each it
 prints the seconds from the fault until every worker had stopped, the exit statuses, the last
@@ -133,6 +135,13 @@ def description_faults(runs: Runs, work_dir: str) -> list:
       [runs.start(model_dir, tf_config(addresses, 0))], started, runs.timeout + 60))
   rows.append(dict(fault="peer never starts", seconds=seconds, statuses=statuses, lines=lines,
                    ok=statuses == [1] and "never joined" in lines[0]
+                   and not os.path.exists(model_dir)))
+  started = time.monotonic()
+  with socket.create_server(("127.0.0.1", int(addresses[1].rsplit(":", 1)[1]))):
+    seconds, statuses, lines = last_lines(wait_all(
+        [runs.start(model_dir, tf_config(addresses, 0))], started, 2 * runs.timeout + 60))
+  rows.append(dict(fault="peer answers, never joins", seconds=seconds, statuses=statuses,
+                   lines=lines, ok=statuses == [1] and "never joined" in lines[0]
                    and not os.path.exists(model_dir)))
   for fault, config, expected in (
       ("TF_CONFIG not JSON", "{not json", "is not JSON"),

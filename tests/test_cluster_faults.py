@@ -4,6 +4,7 @@ a re-run resumes from left in place (benchmarks/cluster_faults.py times the same
 
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -45,6 +46,16 @@ def test_a_wrong_or_missing_cluster_is_one_line(tmp_path, data_dir, vocab_file):
   assert result.returncode == 1, result.stderr[-3000:]
   assert lines(result.stderr)[-1] == (f"stopped: the cluster did not form within 3 s: worker 1 "
                                       f"({addresses[1]}) never joined; nothing was written")
+  assert not os.path.exists(model_dir)
+
+  with socket.create_server(("127.0.0.1", int(addresses[1].rsplit(":", 1)[1]))):
+    # worker 1 answers on its port (a worker that went away or hung after that) but never joins
+    result = run(worker_command(model_dir, data_dir, vocab_file, "--cluster_timeout=3"),
+                 TF_CONFIG=tf_config(addresses, 0), CUDA_VISIBLE_DEVICES="")
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert lines(result.stderr)[-1] == (f"stopped: the cluster did not form within 3 s: worker 1 "
+                                      f"({addresses[1]}) answered on its port but never joined; "
+                                      "nothing was written")
   assert not os.path.exists(model_dir)
 
   for variables, line in (

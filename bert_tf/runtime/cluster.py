@@ -11,7 +11,8 @@ long to wait for them, and what to say when one is missing or lost.
 - Waiting (`form`): TensorFlow waits for a missing worker in silence, holding the interpreter,
   so each worker first listens on its own port and connects to every other one's until all
   answer or `--cluster_timeout` passes; then it stops naming those that never joined, before
-  the model_dir is touched.
+  the model_dir is touched. A worker that answered but goes away or hangs before TensorFlow's
+  own servers meet (`registered`) is waited for the same timeout again, not TensorFlow's hour.
 - Lost (`lost_worker`): TensorFlow's coordination service notices a dead worker (its
   connection reset) or a silent one (its heartbeats missed, about 10 s) and aborts the
   collective ops of the others: that error is said as a lost worker, not a failed input.
@@ -29,6 +30,9 @@ import sys
 import time
 
 import tensorflow as tf
+from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+from tensorflow.python.distribute import multi_worker_util
+from tensorflow.python.eager import context
 
 from bert_tf.errors import UserError
 from bert_tf.runtime.checkpointing import TrainingStopped
@@ -154,8 +158,49 @@ def join(config: ClusterConfig):
   if resolver is not None:
     check(resolver, names_appear_late=config.cluster == "kubernetes")
     form(resolver, config.cluster_timeout)
+    _coordinate(resolver, config.cluster_timeout)
   _joined = resolver
   return resolver
+
+
+@contextlib.contextmanager
+def registered(resolver, timeout: float):
+  """Runs the block that starts this worker's TensorFlow server (the strategy's making), in
+  which every worker registers with the coordination service; when one never does within
+  `timeout` seconds more (it went away or hung after `form` saw it), a `TrainingStopped`
+  names it."""
+  try:
+    yield
+  except tf.errors.OpError as e:
+    if resolver is None or not _UNREGISTERED.search(str(e)):
+      raise
+    addresses = dict(_tasks(resolver))
+    itself = f"{resolver.task_type} {resolver.task_id}"
+    _, _, late = str(e).partition("timed out task names:")
+    named = [f"{job} {task}" for job, task in _TASK.findall(late)
+             if f"{job} {task}" != itself]  # this worker, late itself on a busy machine
+    if not named:
+      named = [task for task, address in addresses.items()
+               if task != itself and not _answers(address)]
+    who = (", ".join(f"{task} ({addresses.get(task, 'address unknown')})"
+                     for task in dict.fromkeys(named))
+           or "a worker (TensorFlow does not say which)")
+    raise TrainingStopped(f"the cluster did not form within {timeout:g} s: {who} answered on "
+                          "its port but never joined; nothing was written") from None
+
+
+def _coordinate(resolver, timeout: float) -> None:
+  """Sets up TensorFlow's coordination service as `MultiWorkerMirroredStrategy` would, but
+  with `timeout` for every worker to register (TensorFlow's default waits an hour, silently)."""
+  cluster = resolver.cluster_spec()
+  context.context().configure_coordination_service(
+      service_type="standalone",
+      service_leader=multi_worker_util.coordination_leader(cluster),
+      cluster_register_timeout_in_ms=int(timeout * 1000),
+      coordinated_jobs=[coordination_config_pb2.CoordinatedJob(name=job,
+                                                               num_tasks=cluster.num_tasks(job))
+                        for job in TRAINING_JOBS if job in cluster.jobs])
+  context.context().coordination_service.cluster_register_with_barrier = True
 
 
 def joined():
@@ -170,6 +215,7 @@ _LOST = re.compile(r"Collective ops is aborted|stopped sending heartbeats|Connec
                    r"peer|failed to connect to all addresses|Socket closed")
 _UNHEALTHY = re.compile(r"stopped sending heartbeats\):\s*((?:/job:\w+/replica:\d+/task:\d+\s*)+)"
                         r"|Task (/job:\w+/replica:\d+/task:\d+) heartbeat timeout")
+_UNREGISTERED = re.compile(r"Wait_for_all_tasks_to_register|RegisterTask")
 _REMOTE = re.compile(r"from remote target /job:(\w+)/replica:\d+/task:(\d+)")
 _TASK = re.compile(r"/job:(\w+)/replica:\d+/task:(\d+)")
 

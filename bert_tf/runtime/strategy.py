@@ -36,8 +36,9 @@ def new_strategy(name: str, tpu: str = "",
   if name == "mirrored":
     return tf.distribute.MirroredStrategy()
   if name == "multi_worker":
-    return tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=cluster.join(cluster_config))
+    resolver = cluster.join(cluster_config)
+    with cluster.registered(resolver, cluster_config.cluster_timeout):
+      return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
   if name == "tpu":
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
     tf.config.experimental_connect_to_cluster(resolver)
