@@ -393,7 +393,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
 
   if weights is None:
     examples = stream(corpus.list_files(file_patterns, data_dir), seed, start_position,
-                      with_positions, carried).examples(repeat)
+                      with_positions, carried, carried_epoch).examples(repeat)
   else:
     if token_cache:
       raise ValueError("a mixture's pieces are not cached")
