@@ -99,6 +99,17 @@ def test_what_a_pipeline_left_starts_at_the_example_after_its_last():
   assert [u.epoch for u in left[3:]] == [3] * 4 and {u.piece for u in left[3:]} == set(share)
 
 
+def test_what_an_interleaved_pipeline_left_starts_at_each_piece_s_first_unread_example():
+  """Unshuffled records: example j of the pipeline's f-th piece is keyed (epoch, 0, j * 3 +
+  f); the key after its last is 22, so piece 0 has given 8 examples (keys 0, 3, ..., 21),
+  pieces 1 and 2 seven each."""
+  key = record_position.encode(1, 0, 22)
+  left = unread(key, [2, 5, 8], None, PLAN, through_epoch=2, positions=record_position,
+                interleaved=True)
+  assert left == [Unread(1, 2, PLAN, 8), Unread(1, 5, PLAN, 7), Unread(1, 8, PLAN, 7),
+                  Unread(2, 2, PLAN), Unread(2, 5, PLAN), Unread(2, 8, PLAN)]
+
+
 def test_a_layout_round_trips_through_json():
   layout = Layout(2, 4, ((Unread(4, 3, 2, 9),), ()))
   assert Layout.from_json(layout.to_json()) == layout

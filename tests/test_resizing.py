@@ -14,7 +14,6 @@ example; pieces of 1,000 bytes make about nine pieces, four or five per worker.
 """
 
 import collections
-import dataclasses
 import glob
 import itertools
 import json
@@ -29,7 +28,6 @@ from bert_tf.data.data_position import DataPosition, next_keys, read_layout
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
 from bert_tf.training import resizing
 from bert_tf.training.train_settings import TrainConfig
 from helpers import finish, start, start_workers
@@ -318,12 +316,12 @@ def record_files(corpus, vocab_file, tmp_path_factory):
   return str(directory / "*.tfrecord")
 
 
-def record_examples(pattern, vocabulary, pipeline, pipelines, **reading):
+def record_examples(pattern, vocabulary, pipeline, pipelines, shuffle=True, **reading):
   """(epoch, document, key) of a pipeline's records; `epoch` as `mixed_examples`'."""
   carried, carried_epoch = reading.get("carried"), reading.get("carried_epoch", -1)
   stream = records_dataset(pattern, vocabulary, batch_size=1, seed=STREAM["seed"],
                            num_shards=pipelines, shard_index=pipeline, with_positions=True,
-                           **reading)
+                           shuffle=shuffle, **reading)
   for features, labels, weights in stream.as_numpy_iterator():
     key = int(features.pop(record_position.FEATURE)[0])
     epoch, rank, _ = record_position.decode(key)
@@ -336,8 +334,7 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
                                                     vocab_file):
   """Records read by two pipelines (a file or two each) stopped in epoch 0, dealt to four
   (fewer files than pipelines: each reads its share of every file in its own epochs), stopped
-  in epoch 1, dealt to one: epochs 0 and 1 each hold every record once. Unshuffled records
-  cannot be dealt: one line."""
+  in epoch 1, dealt to one: epochs 0 and 1 each hold every record once."""
   vocabulary = Vocabulary(vocab_file)
   config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
                        seed=STREAM["seed"])
@@ -367,17 +364,54 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
     if example[0] == 2:
       break
     found.append(example[:2])
+  assert by_epoch_of(found) == {0: all_records(record_files, vocabulary),
+                                1: all_records(record_files, vocabulary)}
+
+
+def all_records(pattern, vocabulary):
+  """Each record's document, counted, in one pass of the records."""
   reference = collections.Counter(documents(e, vocabulary.pad_id) for e in records_dataset(
-      record_files, vocabulary, batch_size=1, repeat=False).as_numpy_iterator())
+      pattern, vocabulary, batch_size=1, repeat=False).as_numpy_iterator())
   assert sum(reference.values()) == DOCUMENTS and max(reference.values()) == 1
+  return reference
+
+
+def by_epoch_of(found):
   by_epoch = collections.defaultdict(collections.Counter)
   for epoch, document in found:
     by_epoch[epoch][document] += 1
-  assert by_epoch == {0: reference, 1: reference}
-  unshuffled = dataclasses.replace(config, shuffle_records=False)
-  with pytest.raises(UserError) as refused:
-    resumed(path, unshuffled, 1)
-  assert str(refused.value) == (
-      "a run on records read unshuffled (--noshuffle_records) cannot go on with another number "
-      "of replicas: each input pipeline interleaves its own files record by record, which no "
-      "other pipeline can carry on; re-run it on its 2 replicas in 2 input pipeline(s)")
+  return by_epoch
+
+
+def test_unshuffled_records_go_on_in_fewer_pipelines(tmp_path, record_files, data_dir,
+                                                     vocab_file):
+  """Unshuffled records (each pipeline interleaves its files) read by two pipelines, stopped
+  in epoch 0, dealt to one: each file's records not yet read are carried on, as written;
+  epoch 0 holds every record once. Stopped among them and resumed on one: as uninterrupted."""
+  vocabulary = Vocabulary(vocab_file)
+  config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
+                       seed=STREAM["seed"], shuffle_records=False)
+  found, last = [], []
+  for pipeline, stop in ((0, 21), (1, 10)):
+    examples = list(itertools.islice(
+        record_examples(record_files, vocabulary, pipeline, 2, shuffle=False), stop))
+    found += [example[:2] for example in examples]
+    last.append(examples[-1][2])
+  one, line = resumed(saved(tmp_path, "two", last, 2), config, 1)
+  # Pipeline 0 leaves 21 of its two files' 64, 11 of one and 10 of the other; pipeline 1 10.
+  assert line.startswith("2 replicas -> 1 (input pipelines 2 -> 1): the 3 parts of record "
+                         "files left unread of epoch 0 (3 begun)"), line
+  mine = []
+  for example in record_examples(record_files, vocabulary, 0, 1, shuffle=False,
+                                 **one.reading(1, 0)):
+    if example[0] == 1:
+      break
+    mine.append(example)
+  assert by_epoch_of(found + [example[:2] for example in mine]) == {
+      0: all_records(record_files, vocabulary)}
+  again = saved_after_deal(tmp_path, one, [mine[29][2]])  # in the second part carried
+  same, line = resumed(again, config, 1)
+  assert line == "" and same.layout == one.layout
+  resumed_examples = itertools.islice(record_examples(
+      record_files, vocabulary, 0, 1, shuffle=False, **same.reading(1, 0)), 3)
+  assert list(resumed_examples) == mine[30:33]

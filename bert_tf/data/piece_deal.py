@@ -81,14 +81,17 @@ class Layout:
 def unread(next_key: int, share: list[int], order: Callable[[int], list[int]],
            plan_pipelines: int, through_epoch: int,
            carried: tuple[Unread, ...] | None = None, carried_epoch: int = -1,
-           positions=stream_position) -> list[Unread]:
+           positions=stream_position, interleaved: bool = False) -> list[Unread]:
   """What one old pipeline has left up to the end of `through_epoch`, in the order it would
   have read it, from `next_key`, the key after its last example: first the rest of its carried
   pieces (if `next_key` is among their keys), then the rest of each epoch.
 
   `share`: the plan indices of the pipeline's pieces; `order(epoch)`: the permutation of
   range(len(share)) the pipeline reads them in that epoch; `positions`: the module that packs
-  the keys (`stream_position` or `record_position`)."""
+  the keys (`stream_position` or `record_position`). `interleaved`: the pipeline reads each
+  epoch's pieces interleaved instead (unshuffled records), example j of its f-th piece keyed
+  (epoch, 0, j * len(share) + f); what is left of each piece starts at its first example not
+  yet read."""
   epoch, rank, example = positions.decode(next_key)
   left = []
   if carried is not None:
@@ -97,6 +100,11 @@ def unread(next_key: int, share: list[int], order: Callable[[int], list[int]],
                for i, u in enumerate(carried) if i >= rank]
       epoch, rank, example = carried_epoch + 1, 0, 0
   for e in range(epoch, through_epoch + 1):
+    if interleaved:
+      k, count = (example if e == epoch else 0), len(share)
+      left += [Unread(e, share[f], plan_pipelines, max(0, -(-(k - f) // count)))
+               for f in range(count)]
+      continue
     permutation = order(e)
     first = rank if e == epoch else 0
     left += [Unread(e, share[permutation[r]], plan_pipelines,
@@ -124,7 +132,8 @@ def first_key(carried_epoch: int, mine: tuple[Unread, ...], positions=stream_pos
 
 def redeal(next_keys: list[int], old: Layout, shares: list[list[int]],
            order: Callable[[int, int], list[int]], plan_pipelines: int,
-           pipelines: int, positions=stream_position) -> tuple[Layout, list[int]]:
+           pipelines: int, positions=stream_position,
+           interleaved: bool = False) -> tuple[Layout, list[int]]:
   """The layout of `pipelines` new input pipelines that go on from the old pipelines' next
   keys (one each), and each new pipeline's first key.
 
@@ -132,10 +141,11 @@ def redeal(next_keys: list[int], old: Layout, shares: list[list[int]],
   sizes of their pieces): every old pipeline's unread pieces up to its end are dealt, and the
   new pipelines' own epochs start after it. `shares[p]`: the plan indices of old pipeline p's
   pieces, in the plan for `plan_pipelines`; `order(epoch, count)`: the permutation of
-  range(count) a pipeline reads its pieces in that epoch; `positions`: as `unread`'s."""
+  range(count) a pipeline reads its pieces in that epoch; `positions`, `interleaved`: as
+  `unread`'s."""
   through = max(positions.decode(key)[0] for key in next_keys)
   left = [unread(key, share, _orders_of(order, len(share)), plan_pipelines, through,
-                 old.carried_by(p), old.carried_epoch, positions)
+                 old.carried_by(p), old.carried_epoch, positions, interleaved)
           for p, (key, share) in enumerate(zip(next_keys, shares))]
   layout = Layout(pipelines, through, deal(left, pipelines))
   return layout, [first_key(through, mine, positions) for mine in layout.carried]

@@ -12,8 +12,9 @@ fewer than the pipelines) in one of two orders:
   deals its records to the files in -> blocks of whole turns (about `shuffle_block` records)
   parsed, converted (and re-masked from a seed keyed on (seed, epoch, block)).
 
-After another number of pipelines (`piece_deal.py`), a pipeline of the shuffled order first
-reads the parts of files it carries on. Then examples -> batches. Either way an example
+After another number of pipelines (`piece_deal.py`), a pipeline first reads the parts of
+files it carries on, one after the other, in its order's way (`_Carried`). Then examples ->
+batches. Either way an example
 depends only on its record position (`record_position.py`), and the stream starts at any
 position by skipping the records (read, not parsed) before the position's block.
 """
@@ -94,40 +95,37 @@ class _Reading:
     return example
 
 
-class _Shuffled:
-  """The shuffled order: key (epoch, file rank, record rank in the file's share). Before its
-  own epochs, a pipeline reads the parts it carries on from another number of pipelines
-  (`piece_deal.py`), if any, keyed (carried epoch, rank among them, record rank), each with
-  the randomness of its own epoch and file."""
+class _Carried:
+  """The parts a pipeline carries on from another number of pipelines (`piece_deal.py`),
+  read before its own epochs, one after the other, keyed (carried epoch, rank among them,
+  record rank in the part), each with the randomness of its own epoch and file."""
 
-  def __init__(self, reading: _Reading, start_position: int, carried: _Files | None = None,
-               carried_unread: tuple[Unread, ...] = (), carried_epoch: int = -1):
+  def __init__(self, files: _Files, unread: tuple[Unread, ...], carried_epoch: int):
+    self.files, self.carried_epoch = files, carried_epoch
+    self.epochs = tf.constant([u.epoch for u in unread], tf.int64)
+    self.firsts = tf.constant([u.first_example for u in unread], tf.int64)
+
+  def examples(self, part_examples, start_position: int) -> tf.data.Dataset:
+    """(key, example) of the parts from `start_position` (among their keys) on, each read by
+    the order's `part_examples(files, local, epoch, key_epoch, rank, first)`."""
+    _, start_rank, start_record = record_position.decode(start_position)
+
+    def examples(rank):
+      first = tf.where(rank == start_rank, tf.constant(start_record, tf.int64),
+                       self.firsts[rank])
+      return part_examples(self.files, rank, self.epochs[rank],
+                           tf.constant(self.carried_epoch, tf.int64), rank, first)
+
+    return tf.data.Dataset.range(start_rank, self.files.count).flat_map(examples)
+
+
+class _Shuffled:
+  """The shuffled order: key (epoch, file rank, record rank in the file's share)."""
+
+  def __init__(self, reading: _Reading, start_position: int):
     self.reading = reading
     self.first_epoch, self.first_rank, self.first_record = record_position.decode(
         start_position)
-    self.carried, self.carried_epoch = carried, carried_epoch
-    self.carried_rank = self.carried_record = 0
-    if carried is not None and self.first_epoch <= carried_epoch:
-      self.carried_rank, self.carried_record = self.first_rank, self.first_record
-      self.first_epoch, self.first_rank, self.first_record = carried_epoch + 1, 0, 0
-    else:
-      self.carried = None
-    self.carried_epochs = tf.constant([u.epoch for u in carried_unread] or [0], tf.int64)
-    self.carried_firsts = tf.constant([u.first_example for u in carried_unread] or [0],
-                                      tf.int64)
-
-  def carried_parts(self) -> tf.data.Dataset | None:
-    """(key, example) of the carried parts from the start position on; None without any."""
-    if self.carried is None:
-      return None
-
-    def examples(rank):
-      first = tf.where(rank == self.carried_rank, tf.constant(self.carried_record, tf.int64),
-                       self.carried_firsts[rank])
-      return self._file_examples(self.carried, rank, self.carried_epochs[rank],
-                                 tf.constant(self.carried_epoch, tf.int64), rank, first)
-
-    return tf.data.Dataset.range(self.carried_rank, self.carried.count).flat_map(examples)
 
   def epoch(self, epoch: tf.Tensor) -> tf.data.Dataset:
     """(key, features, labels, weights) of one epoch from the start position on."""
@@ -143,9 +141,9 @@ class _Shuffled:
   def _own_file_examples(self, epoch, rank, local):
     first = tf.where((epoch == self.first_epoch) & (rank == self.first_rank),
                      tf.constant(self.first_record, tf.int64), 0)
-    return self._file_examples(self.reading.files, local, epoch, epoch, rank, first)
+    return self.part_examples(self.reading.files, local, epoch, epoch, rank, first)
 
-  def _file_examples(self, files: _Files, local, epoch, key_epoch, rank, first):
+  def part_examples(self, files: _Files, local, epoch, key_epoch, rank, first):
     """(key, example) of part `local` of `files` in `epoch` from its record `first` on, each
     keyed on (seed, epoch, file, block), its key of the epoch `key_epoch`."""
     block_size, holdout = self.reading.shuffle_block, self.reading.holdout
@@ -223,6 +221,34 @@ class _Interleaved:
         lambda records, present: (tf.reshape(tf.transpose(records), [-1]),
                                   tf.reshape(tf.transpose(present), [-1])))
 
+  def part_examples(self, files: _Files, local, epoch, key_epoch, rank, first):
+    """(key, example) of part `local` of `files` in `epoch`, its records as written from its
+    record `first` on (counted before the holdout, as this order's keys count them), keyed
+    (key_epoch, rank, record); re-masked per block of `shuffle_block` records, from a seed
+    keyed on (seed, epoch, file, block). How a pipeline reads the parts it carries on."""
+    block_size = self.reading.shuffle_block
+    file_seed = tf.random.experimental.stateless_fold_in(
+        self.reading.epoch_seed(epoch), files.ids[local])
+    first_block = first // block_size
+    blocks = self.reading.file_records(files, local).skip(first_block * block_size).batch(
+        block_size).enumerate(first_block)
+
+    def block_examples(block, serialized):
+      records = block * block_size + tf.range(tf.shape(serialized, out_type=tf.int64)[0])
+      present = tf.ones_like(records, tf.bool)
+      if self.reading.holdout:
+        present = records_held_out(serialized, self.reading.holdout)
+      example = self.reading.examples(
+          tf.boolean_mask(serialized, present),
+          tf.random.experimental.stateless_fold_in(file_seed, block))
+      keys = tf.boolean_mask(records, present)
+      given = keys >= first  # the block's records before `first` are parsed, not given
+      return tf.nest.map_structure(lambda values: tf.boolean_mask(values, given), (
+          record_position.encode(key_epoch, rank, keys), *example))
+
+    return blocks.map(block_examples, num_parallel_calls=tf.data.AUTOTUNE,
+                      deterministic=True).unbatch()
+
   def _block_examples(self, epoch, first, block, serialized, present):
     """One block's records, held out, parsed, (if asked) re-masked, from `first` on."""
     keys = block * self.block_size + tf.range(self.block_size, dtype=tf.int64)
@@ -262,7 +288,8 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
       records as written: `bert_tf.prepare`'s stream, every epoch alike.
     remask: mask the records anew (`remasking.py`) with the masking settings that follow.
     carried, carried_epoch: the parts (`plan_for`) this pipeline carries on from another
-      number of pipelines, as `pretraining_dataset`'s pieces; shuffled order only.
+      number of pipelines, as `pretraining_dataset`'s pieces: read first, one after the
+      other (unshuffled: each as written), then the pipeline's own epochs.
   """
   files = corpus.list_files(file_patterns)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
@@ -275,17 +302,16 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
   reading = _Reading(_Files.share(files, num_shards, shard_index), shape, remasker,
                      seed=seed, holdout=holdout, compression=compression,
                      shuffle_block=shuffle_block)
-  if carried and not shuffle:
-    raise ValueError("the unshuffled order carries no parts to another number of pipelines")
-  order = (_Shuffled(reading, start_position, _Files.carried(files, carried), carried,
-                     carried_epoch) if carried else
-           (_Shuffled if shuffle else _Interleaved)(reading, start_position))
+  first_epoch = record_position.decode(start_position)[0]
+  carried = (_Carried(_Files.carried(files, carried), carried, carried_epoch)
+             if carried and first_epoch <= carried_epoch else None)
+  order = (_Shuffled if shuffle else _Interleaved)(
+      reading, record_position.encode(carried_epoch + 1, 0, 0) if carried else start_position)
   epochs = (tf.data.Dataset.counter(order.first_epoch) if repeat else
             tf.data.Dataset.range(order.first_epoch, 1))
   examples = epochs.flat_map(order.epoch)
-  carried_examples = order.carried_parts() if carried else None
-  if carried_examples is not None:
-    examples = carried_examples.concatenate(examples)
+  if carried:
+    examples = carried.examples(order.part_examples, start_position).concatenate(examples)
   batches = examples.batch(batch_size, drop_remainder=repeat)
   if with_positions:
     batches = batches.map(lambda keys, features, labels, weights: (

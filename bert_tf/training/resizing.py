@@ -43,10 +43,12 @@ def input_pipelines(strategy: tf.distribute.Strategy) -> int:
 class _Pieces:
   """What dealing needs of one stream the old pipelines read (the corpus, a mixture's group,
   the record files): the size of their plan, the seed their epochs' orders are drawn from,
-  and the module that packs its keys."""
+  the module that packs its keys, and whether a pipeline interleaves its pieces (unshuffled
+  records)."""
   plan_size: int
   seed: int
   positions: types.ModuleType = stream_position
+  interleaved: bool = False
 
   def dealt(self, next_keys: list[int], old: piece_deal.Layout,
             pipelines: int) -> tuple[piece_deal.Layout, list[int]]:
@@ -55,7 +57,7 @@ class _Pieces:
     return piece_deal.redeal(
         next_keys, old, shares,
         lambda epoch, count: pipeline.epoch_order(self.seed, epoch, count).numpy().tolist(),
-        old.pipelines, pipelines, self.positions)
+        old.pipelines, pipelines, self.positions, self.interleaved)
 
 
 def _streams(config: TrainConfig, old_pipelines: int) -> list[_Pieces]:
@@ -64,7 +66,7 @@ def _streams(config: TrainConfig, old_pipelines: int) -> list[_Pieces]:
   if config.input_format == RECORDS:
     files = corpus.list_files(config.input_files)
     return [_Pieces(len(record_dataset.plan_for(files, old_pipelines)), config.seed,
-                    record_position)]
+                    record_position, interleaved=not config.shuffle_records)]
   if config.weights() is None:
     groups, seeds = [corpus.list_files(config.input_files, config.data_dir)], [config.seed]
   else:
@@ -94,11 +96,6 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
   if len(restored) == replicas and old.pipelines == pipelines:
     position.layout = old
     return ""
-  if config.input_format == RECORDS and not config.shuffle_records:
-    raise UserError(f"a run on records read unshuffled (--noshuffle_records) cannot go on "
-                    f"with another number of replicas: each input pipeline interleaves its "
-                    f"own files record by record, which no other pipeline can carry on; re-run "
-                    f"it on its {len(restored)} replicas in {old.pipelines} input pipeline(s)")
   streams = _streams(config, old.pipelines)
   next_keys = data_position.next_keys(restored, old.pipelines)
   if restored.ndim == 1:
