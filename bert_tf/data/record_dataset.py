@@ -14,9 +14,9 @@ fewer than the pipelines) in one of two orders:
 
 After another number of pipelines (`piece_deal.py`), a pipeline first reads the parts of
 files it carries on, one after the other, in its order's way (`_Carried`). Then examples ->
-batches. Either way an example
-depends only on its record position (`record_position.py`), and the stream starts at any
-position by skipping the records (read, not parsed) before the position's block.
+batches. Either way an example depends only on its record position (`record_position.py`),
+and the stream starts at any position by skipping the records (read, not parsed) before the
+position's block.
 """
 
 import tensorflow as tf
