@@ -306,14 +306,19 @@ def saved_after_deal(tmp_path, position, last_keys):
 
 @pytest.fixture(scope="module")
 def record_files(corpus, vocab_file, tmp_path_factory):
-  """The corpus's epoch as original BERT's records, one a document, in three files of 32."""
+  """The corpus's epoch as original BERT's records, one a document, in three files of 32; and
+  the documents written, counted."""
   epoch = pretraining_dataset(corpus, vocab_file, batch_size=32, repeat=False, **STREAM)
-  directory = tmp_path_factory.mktemp("records")
+  directory, written = tmp_path_factory.mktemp("records"), collections.Counter()
+  pad_id = Vocabulary(vocab_file).pad_id
   for number, batch in enumerate(epoch.as_numpy_iterator()):
     with tf.io.TFRecordWriter(str(directory / f"part-{number}.tfrecord")) as writer:
       for record in records.serialize(*batch).numpy():
         writer.write(record)
-  return str(directory / "*.tfrecord")
+    written.update(documents(tf.nest.map_structure(lambda values, i=i: values[i:i + 1], batch),
+                             pad_id) for i in range(len(batch[1]["mlm"])))
+  assert sum(written.values()) == DOCUMENTS and max(written.values()) == 1
+  return str(directory / "*.tfrecord"), written
 
 
 def record_examples(pattern, vocabulary, pipeline, pipelines, shuffle=True, **reading):
@@ -335,6 +340,7 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
   """Records read by two pipelines (a file or two each) stopped in epoch 0, dealt to four
   (fewer files than pipelines: each reads its share of every file in its own epochs), stopped
   in epoch 1, dealt to one: epochs 0 and 1 each hold every record once."""
+  record_files, written = record_files
   vocabulary = Vocabulary(vocab_file)
   config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
                        seed=STREAM["seed"])
@@ -364,16 +370,7 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
     if example[0] == 2:
       break
     found.append(example[:2])
-  assert by_epoch_of(found) == {0: all_records(record_files, vocabulary),
-                                1: all_records(record_files, vocabulary)}
-
-
-def all_records(pattern, vocabulary):
-  """Each record's document, counted, in one pass of the records."""
-  reference = collections.Counter(documents(e, vocabulary.pad_id) for e in records_dataset(
-      pattern, vocabulary, batch_size=1, repeat=False).as_numpy_iterator())
-  assert sum(reference.values()) == DOCUMENTS and max(reference.values()) == 1
-  return reference
+  assert by_epoch_of(found) == {0: written, 1: written}
 
 
 def by_epoch_of(found):
@@ -388,6 +385,7 @@ def test_unshuffled_records_go_on_in_fewer_pipelines(tmp_path, record_files, dat
   """Unshuffled records (each pipeline interleaves its files) read by two pipelines, stopped
   in epoch 0, dealt to one: each file's records not yet read are carried on, as written;
   epoch 0 holds every record once. Stopped among them and resumed on one: as uninterrupted."""
+  record_files, written = record_files
   vocabulary = Vocabulary(vocab_file)
   config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
                        seed=STREAM["seed"], shuffle_records=False)
@@ -407,8 +405,7 @@ def test_unshuffled_records_go_on_in_fewer_pipelines(tmp_path, record_files, dat
     if example[0] == 1:
       break
     mine.append(example)
-  assert by_epoch_of(found + [example[:2] for example in mine]) == {
-      0: all_records(record_files, vocabulary)}
+  assert by_epoch_of(found + [example[:2] for example in mine]) == {0: written}
   again = saved_after_deal(tmp_path, one, [mine[29][2]])  # in the second part carried
   same, line = resumed(again, config, 1)
   assert line == "" and same.layout == one.layout
