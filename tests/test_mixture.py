@@ -205,30 +205,28 @@ def test_a_run_records_the_mixture_and_resumes_where_it_stood(groups, tmp_path, 
     trainer.train(dataclasses.replace(config, input_weights="", train_steps=8))
 
 
-def test_a_mixed_run_goes_on_on_its_own_number_of_replicas_only(groups, tmp_path, vocab_file,
-                                                                data_dir):
+def test_a_mixed_run_goes_on_on_any_number_of_replicas(groups, tmp_path, vocab_file, data_dir):
   """A mixture's positions saved by two replicas in two pipelines: a run of as many goes on
-  from them as saved; a run of one is refused in one line that says how to go on (its groups'
-  pieces are not dealt); a changed stream starts every group at its next epoch on any number,
-  the draws from their first."""
+  from them as saved; a run of one deals each group's unread pieces within the group and
+  draws on from the largest number drawn (the documents counted: test_resizing.py); a changed
+  stream starts every group at its next epoch on any number, the draws from their first."""
   config = config_of(groups, tmp_path, vocab_file, data_dir)
   two = DataPosition(2, 2, width=len(WEIGHTS) + 1)
-  saved_keys = [[stream_position.encode(0, 3, 5), stream_position.encode(1, 0, 2), 40],
-                [stream_position.encode(0, 2, 9), -1, 41]]
+  saved_keys = [[stream_position.encode(0, 0, 5), stream_position.encode(1, 0, 2), 40],
+                [stream_position.encode(0, 0, 9), -1, 41]]
   two.last_consumed.assign(saved_keys)
   saved = tf.train.Checkpoint(data_position=two.saved, data_layout=two.saved_layout).save(
       str(tmp_path / "two"))
   same = DataPosition(2, 2, width=len(WEIGHTS) + 1)
   tf.train.Checkpoint(data_position=same.saved).restore(saved).expect_partial()
   assert resizing.carry_on(same, saved, config) == ""
-  assert same.start(2, 1) == [stream_position.encode(0, 2, 10), 0, 42]
+  assert same.start(2, 1) == [stream_position.encode(0, 0, 10), 0, 42]
   one = DataPosition(1, 1, width=len(WEIGHTS) + 1)
   tf.train.Checkpoint(data_position=one.saved).restore(saved).expect_partial()
-  with pytest.raises(UserError) as refused:
-    resizing.carry_on(one, saved, config)
-  assert str(refused.value) == (
-      "a run of corpora mixed by --input_weights cannot go on with another number of replicas "
-      "yet: re-run it on its 2 replicas in 2 input pipeline(s)")
+  assert resizing.carry_on(one, saved, config).startswith(
+      "2 replicas -> 1 (input pipelines 2 -> 1): the ")
+  assert [group.carried_epoch for group in one.layout.groups] == [0, 1]
+  assert one.start(1, 0)[-1] == 42
   one.start_all_at(stream_position.encode(2, 0, 0))
   assert one.start(1, 0) == [stream_position.encode(2, 0, 0)] * len(WEIGHTS) + [0]
 

@@ -13,7 +13,8 @@ examples its choices have drawn.
 Beside the positions a checkpoint holds their layout (`piece_deal.Layout`: how many input
 pipelines made them, and the pieces each carries on after a change of that number), read with
 `read_layout`, so that a run of another number of replicas or pipelines can deal the old
-pipelines' unread pieces to its own (`piece_deal.py`) instead of failing to restore them.
+pipelines' unread pieces to its own (`piece_deal.py`; a mixture's, group by group) instead of
+failing to restore them.
 """
 
 import contextlib
@@ -61,10 +62,13 @@ class DataPosition:
     if num_pipelines != self.layout.pipelines:
       raise UserError(f"{num_pipelines} input pipelines read a data position laid out for "
                       f"{self.layout.pipelines}")
+    start = {"start_position": self.start(num_pipelines, pipeline)}
+    if self.layout.groups:  # a mixture's: each group's carried pieces, () for none
+      return {**start, "carried": [group.carried_by(pipeline) for group in self.layout.groups],
+              "carried_epoch": [group.carried_epoch for group in self.layout.groups]}
     carried = self.layout.carried_by(pipeline)
-    return {"start_position": self.start(num_pipelines, pipeline),
-            **({"carried": carried, "carried_epoch": self.layout.carried_epoch}
-               if carried else {})}
+    return {**start, **({"carried": carried, "carried_epoch": self.layout.carried_epoch}
+                        if carried else {})}
 
   def saved_by_other_pipelines(self, checkpoint: str) -> bool:
     """Whether the checkpoint `checkpoint` was saved by another number of input pipelines

@@ -339,7 +339,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
                         start_position=stream_position.BEGINNING,
                         with_positions: bool = False, with_pairs: bool = False,
                         holdout=None, token_cache: str = "", weights=None,
-                        carried: tuple[Unread, ...] | None = None, carried_epoch: int = -1,
+                        carried: tuple[Unread, ...] | list | None = None,
+                        carried_epoch: int | list[int] = -1,
                         **config) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` for BERT pre-training.
 
@@ -372,7 +373,8 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
       (`mixture.py`). None: one corpus.
     carried, carried_epoch: the pieces this pipeline carries on from another number of
       pipelines (`piece_deal.py`), read before its own epochs, which start at
-      `carried_epoch + 1`; their keys are of the epoch `carried_epoch`. One corpus only.
+      `carried_epoch + 1`; their keys are of the epoch `carried_epoch`. With `weights`, a
+      list of each: each group's carried pieces (None or () for none) and carried epoch.
     **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
   """
   config = PipelineConfig(seq_length=seq_length,
@@ -380,7 +382,7 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
   config.check()
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
 
-  def stream(files, seed, start_position, with_positions, carried=None):
+  def stream(files, seed, start_position, with_positions, carried=None, carried_epoch=-1):
     return _Stream(
         config, example_builder(vocabulary, config),
         _Pieces.share(files, config.piece_bytes, num_shards, shard_index), seed=seed,
@@ -391,16 +393,17 @@ def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
 
   if weights is None:
     examples = stream(corpus.list_files(file_patterns, data_dir), seed, start_position,
-                      with_positions, carried).examples(repeat)
+                      with_positions, carried, carried_epoch).examples(repeat)
   else:
     if token_cache:
       raise ValueError("a mixture's pieces are not cached")
-    if carried:
-      raise ValueError("a mixture's pieces are not carried to another number of pipelines")
     groups = corpus.list_groups(file_patterns, data_dir)
     starts = mixture.starts(start_position, len(groups))
+    carried = carried or [None] * len(groups)
+    carried_epochs = carried_epoch if isinstance(carried_epoch, list) else [-1] * len(groups)
     examples = mixture.mixed(
-        [stream(files, mixture.group_seed(seed, group), start, True).examples(repeat)
+        [stream(files, mixture.group_seed(seed, group), start, True, carried[group] or None,
+                carried_epochs[group]).examples(repeat)
          for group, (files, start) in enumerate(zip(groups, starts))],
         weights, seed=seed, shard_index=shard_index, start=starts)
     if not with_positions:

@@ -12,15 +12,19 @@ fewer than the pipelines) in one of two orders:
   deals its records to the files in -> blocks of whole turns (about `shuffle_block` records)
   parsed, converted (and re-masked from a seed keyed on (seed, epoch, block)).
 
-Then examples -> batches. Either way an example depends only on its record position
-(`record_position.py`), and the stream starts at any position by skipping the records (read,
-not parsed) before the position's block.
+After another number of pipelines (`piece_deal.py`), a pipeline first reads the parts of
+files it carries on, one after the other, in its order's way (`_Carried`). Then examples ->
+batches. Either way an example depends only on its record position (`record_position.py`),
+and the stream starts at any position by skipping the records (read, not parsed) before the
+position's block.
 """
 
 import tensorflow as tf
 
 from bert_tf.data import corpus, record_checks, record_position, records
 from bert_tf.data.holdout import held_out_mask
+from bert_tf.data.piece_deal import Unread
+from bert_tf.data.pipeline import epoch_order, share_of
 from bert_tf.data.prefetching import prefetched
 from bert_tf.data.remasking import Remasker
 from bert_tf.data.tokenization import Vocabulary
@@ -29,24 +33,41 @@ from bert_tf.errors import UserError
 SHUFFLE_BLOCK = 1000  # records shuffled (or re-masked) together (they come shuffled already)
 
 
-class _Files:
-  """This input pipeline's files as tensors: file i goes to pipeline i % num_shards; with
-  fewer files than pipelines, every pipeline reads every file and keeps record j of each
-  when j % num_shards is its index."""
+def plan_for(files: list[str], num_shards: int) -> list[tuple[int, int, int]]:
+  """The parts of `files` read by `num_shards` input pipelines, as (file index, stride,
+  offset): part i goes to pipeline i % num_shards (`pipeline.share_of`). Each file is a part,
+  or, with fewer files than pipelines, each file's records j with j % num_shards == s are
+  part file * num_shards + s: every pipeline reads its share of every file."""
+  if len(files) >= num_shards:
+    return [(i, 1, 0) for i in range(len(files))]
+  return [(i // num_shards, num_shards, i % num_shards) for i in range(len(files) * num_shards)]
 
-  def __init__(self, files: list[str], num_shards: int, shard_index: int):
-    if len(files) >= num_shards:
-      ids = list(range(shard_index, len(files), num_shards))
-      self.stride, self.offset = 1, 0
-    else:
-      ids = list(range(len(files)))
-      self.stride, self.offset = num_shards, shard_index
-    if len(ids) > record_position.MAX_FILES:
-      raise UserError(f"{len(ids)} record files per input pipeline: at most "
+
+class _Files:
+  """Parts of the record files (`plan_for`) as tensors: each one's path, its records' stride
+  and offset, and the file's index in the whole list (what its randomness is keyed on)."""
+
+  def __init__(self, files: list[str], parts: list[tuple[int, int, int]]):
+    if len(parts) > record_position.MAX_FILES:
+      raise UserError(f"{len(parts)} record files per input pipeline: at most "
                       f"{record_position.MAX_FILES} (use more workers or bigger files)")
-    self.count = len(ids)
-    self.ids = tf.constant(ids, tf.int64)  # in the whole list: what the randomness is keyed on
-    self.paths = tf.constant([files[i] for i in ids])
+    self.count = len(parts)
+    self.ids = tf.constant([part[0] for part in parts], tf.int64)
+    self.paths = tf.constant([files[part[0]] for part in parts])
+    self.strides = tf.constant([part[1] for part in parts], tf.int64)
+    self.offsets = tf.constant([part[2] for part in parts], tf.int64)
+
+  @classmethod
+  def share(cls, files: list[str], num_shards: int, shard_index: int) -> "_Files":
+    """This input pipeline's parts (`plan_for`)."""
+    plan = plan_for(files, num_shards)
+    return cls(files, [plan[i] for i in share_of(len(plan), num_shards, shard_index)])
+
+  @classmethod
+  def carried(cls, files: list[str], carried: tuple[Unread, ...]) -> "_Files":
+    """The parts a pipeline carries on from another number of pipelines (`piece_deal.py`),
+    each from the plan it was dealt from."""
+    return cls(files, [plan_for(files, u.plan_pipelines)[u.piece] for u in carried])
 
 
 class _Reading:
@@ -58,10 +79,10 @@ class _Reading:
     self.seed, self.holdout, self.compression = seed, holdout, compression
     self.shuffle_block = shuffle_block
 
-  def file_records(self, local: tf.Tensor) -> tf.data.Dataset:
-    """The serialized records of this pipeline's file `local` (its share of them)."""
-    return tf.data.TFRecordDataset(self.files.paths[local], self.compression).shard(
-        self.files.stride, self.files.offset)
+  def file_records(self, files: _Files, local: tf.Tensor) -> tf.data.Dataset:
+    """The serialized records of part `local` of `files`."""
+    return tf.data.TFRecordDataset(files.paths[local], self.compression).shard(
+        files.strides[local], files.offsets[local])
 
   def epoch_seed(self, epoch: tf.Tensor) -> tf.Tensor:
     return tf.stack([tf.cast(self.seed, tf.int64), epoch])
@@ -74,6 +95,30 @@ class _Reading:
     return example
 
 
+class _Carried:
+  """The parts a pipeline carries on from another number of pipelines (`piece_deal.py`),
+  read before its own epochs, one after the other, keyed (carried epoch, rank among them,
+  record rank in the part), each with the randomness of its own epoch and file."""
+
+  def __init__(self, files: _Files, unread: tuple[Unread, ...], carried_epoch: int):
+    self.files, self.carried_epoch = files, carried_epoch
+    self.epochs = tf.constant([u.epoch for u in unread], tf.int64)
+    self.firsts = tf.constant([u.first_example for u in unread], tf.int64)
+
+  def examples(self, part_examples, start_position: int) -> tf.data.Dataset:
+    """(key, example) of the parts from `start_position` (among their keys) on, each read by
+    the order's `part_examples(files, local, epoch, key_epoch, rank, first)`."""
+    _, start_rank, start_record = record_position.decode(start_position)
+
+    def examples(rank):
+      first = tf.where(rank == start_rank, tf.constant(start_record, tf.int64),
+                       self.firsts[rank])
+      return part_examples(self.files, rank, self.epochs[rank],
+                           tf.constant(self.carried_epoch, tf.int64), rank, first)
+
+    return tf.data.Dataset.range(start_rank, self.files.count).flat_map(examples)
+
+
 class _Shuffled:
   """The shuffled order: key (epoch, file rank, record rank in the file's share)."""
 
@@ -84,31 +129,35 @@ class _Shuffled:
 
   def epoch(self, epoch: tf.Tensor) -> tf.data.Dataset:
     """(key, features, labels, weights) of one epoch from the start position on."""
-    return self._files(epoch).flat_map(self._file_examples)
+    return self._files(epoch).flat_map(self._own_file_examples)
 
   def _files(self, epoch):
     """(epoch, rank, file) of one epoch's files from the start position on."""
     count = self.reading.files.count
-    order = tf.random.experimental.stateless_shuffle(
-        tf.range(count, dtype=tf.int64), self.reading.epoch_seed(epoch))
+    order = epoch_order(self.reading.seed, epoch, count)
     first = tf.where(epoch == self.first_epoch, tf.constant(self.first_rank, tf.int64), 0)
     return tf.data.Dataset.range(first, count).map(lambda rank: (epoch, rank, order[rank]))
 
-  def _file_examples(self, epoch, rank, local):
-    """(key, example) of one file, each keyed on (seed, epoch, file, block)."""
-    block_size, holdout = self.reading.shuffle_block, self.reading.holdout
-    file_seed = tf.random.experimental.stateless_fold_in(
-        self.reading.epoch_seed(epoch), self.reading.files.ids[local])
-    serialized = self.reading.file_records(local)
-    if holdout:
-      serialized = serialized.filter(lambda record: records_held_out(record, holdout))
+  def _own_file_examples(self, epoch, rank, local):
     first = tf.where((epoch == self.first_epoch) & (rank == self.first_rank),
                      tf.constant(self.first_record, tf.int64), 0)
+    return self.part_examples(self.reading.files, local, epoch, epoch, rank, first)
+
+  def part_examples(self, files: _Files, local, epoch, key_epoch, rank, first):
+    """(key, example) of part `local` of `files` in `epoch` from its record `first` on, each
+    keyed on (seed, epoch, file, block), its key of the epoch `key_epoch`."""
+    block_size, holdout = self.reading.shuffle_block, self.reading.holdout
+    file_seed = tf.random.experimental.stateless_fold_in(
+        self.reading.epoch_seed(epoch), files.ids[local])
+    serialized = self.reading.file_records(files, local)
+    if holdout:
+      serialized = serialized.filter(lambda record: records_held_out(record, holdout))
     first_block = first // block_size
     blocks = serialized.skip(first_block * block_size).batch(block_size)
     blocks = blocks.enumerate(first_block)
     examples = blocks.map(
-        lambda block, serialized: self._block_examples(epoch, rank, file_seed, block, serialized),
+        lambda block, serialized: self._block_examples(key_epoch, rank, file_seed, block,
+                                                       serialized),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     return examples.skip(first - first_block * block_size)
 
@@ -162,7 +211,8 @@ class _Interleaved:
       return tf.pad(records, [[0, missing]]), tf.range(turns) < tf.shape(records)[0]
 
     def file_chunks(local):
-      chunks = self.reading.file_records(local).skip(first_block * turns).batch(turns)
+      chunks = self.reading.file_records(self.reading.files, local).skip(
+          first_block * turns).batch(turns)
       return chunks.map(padded).concatenate(absent)
 
     chunks = tf.data.Dataset.range(count).interleave(  # sequential: in this order
@@ -170,6 +220,34 @@ class _Interleaved:
     return chunks.batch(count).map(  # [file, turn] -> turn by turn
         lambda records, present: (tf.reshape(tf.transpose(records), [-1]),
                                   tf.reshape(tf.transpose(present), [-1])))
+
+  def part_examples(self, files: _Files, local, epoch, key_epoch, rank, first):
+    """(key, example) of part `local` of `files` in `epoch`, its records as written from its
+    record `first` on (counted before the holdout, as this order's keys count them), keyed
+    (key_epoch, rank, record); re-masked per block of `shuffle_block` records, from a seed
+    keyed on (seed, epoch, file, block). How a pipeline reads the parts it carries on."""
+    block_size = self.reading.shuffle_block
+    file_seed = tf.random.experimental.stateless_fold_in(
+        self.reading.epoch_seed(epoch), files.ids[local])
+    first_block = first // block_size
+    blocks = self.reading.file_records(files, local).skip(first_block * block_size).batch(
+        block_size).enumerate(first_block)
+
+    def block_examples(block, serialized):
+      records = block * block_size + tf.range(tf.shape(serialized, out_type=tf.int64)[0])
+      present = tf.ones_like(records, tf.bool)
+      if self.reading.holdout:
+        present = records_held_out(serialized, self.reading.holdout)
+      example = self.reading.examples(
+          tf.boolean_mask(serialized, present),
+          tf.random.experimental.stateless_fold_in(file_seed, block))
+      keys = tf.boolean_mask(records, present)
+      given = keys >= first  # the block's records before `first` are parsed, not given
+      return tf.nest.map_structure(lambda values: tf.boolean_mask(values, given), (
+          record_position.encode(key_epoch, rank, keys), *example))
+
+    return blocks.map(block_examples, num_parallel_calls=tf.data.AUTOTUNE,
+                      deterministic=True).unbatch()
 
   def _block_examples(self, epoch, first, block, serialized, present):
     """One block's records, held out, parsed, (if asked) re-masked, from `first` on."""
@@ -193,7 +271,8 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
                     seq_length: int | None = None, max_predictions_per_seq: int | None = None,
                     shuffle: bool = True, remask: bool = False, shuffle_block: int = SHUFFLE_BLOCK,
                     masked_lm_prob: float = 0.15, mask_token_rate: float = 0.8,
-                    random_token_rate: float = 0.1, whole_word_masking: bool = False
+                    random_token_rate: float = 0.1, whole_word_masking: bool = False,
+                    carried: tuple[Unread, ...] | None = None, carried_epoch: int = -1
                     ) -> tf.data.Dataset:
   """Batches of `(features, labels, sample_weights)` from original BERT's records.
 
@@ -208,6 +287,9 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
     shuffle: False interleaves the files round-robin in their listed order, each file's
       records as written: `bert_tf.prepare`'s stream, every epoch alike.
     remask: mask the records anew (`remasking.py`) with the masking settings that follow.
+    carried, carried_epoch: the parts (`plan_for`) this pipeline carries on from another
+      number of pipelines, as `pretraining_dataset`'s pieces: read first, one after the
+      other (unshuffled: each as written), then the pipeline's own epochs.
   """
   files = corpus.list_files(file_patterns)
   vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
@@ -217,13 +299,20 @@ def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: in
       vocabulary, max_predictions=shape.max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
       mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
       whole_word_masking=whole_word_masking)
-  reading = _Reading(_Files(files, num_shards, shard_index), shape, remasker, seed=seed,
-                     holdout=holdout, compression=compression, shuffle_block=shuffle_block)
-  order = (_Shuffled if shuffle else _Interleaved)(reading, start_position)
+  reading = _Reading(_Files.share(files, num_shards, shard_index), shape, remasker,
+                     seed=seed, holdout=holdout, compression=compression,
+                     shuffle_block=shuffle_block)
   first_epoch = record_position.decode(start_position)[0]
-  epochs = (tf.data.Dataset.counter(first_epoch) if repeat else
-            tf.data.Dataset.range(first_epoch, 1))
-  batches = epochs.flat_map(order.epoch).batch(batch_size, drop_remainder=repeat)
+  carried = (_Carried(_Files.carried(files, carried), carried, carried_epoch)
+             if carried and first_epoch <= carried_epoch else None)
+  order = (_Shuffled if shuffle else _Interleaved)(
+      reading, record_position.encode(carried_epoch + 1, 0, 0) if carried else start_position)
+  epochs = (tf.data.Dataset.counter(order.first_epoch) if repeat else
+            tf.data.Dataset.range(order.first_epoch, 1))
+  examples = epochs.flat_map(order.epoch)
+  if carried:
+    examples = carried.examples(order.part_examples, start_position).concatenate(examples)
+  batches = examples.batch(batch_size, drop_remainder=repeat)
   if with_positions:
     batches = batches.map(lambda keys, features, labels, weights: (
         {**features, record_position.FEATURE: keys}, labels, weights))

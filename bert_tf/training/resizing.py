@@ -2,13 +2,27 @@
 as one process, one as two, `mirrored` on other devices): after the restore, the old input
 pipelines' unread pieces of their epoch are dealt to this run's pipelines
 (`bert_tf/data/piece_deal.py`), so that no example of it is read twice and none skipped
-(docs/design.md#another-number-of-workers). The weights, the optimizer and the step are
-restored as ever; the global batch is the run's setting, checked against the replicas before.
+(docs/design.md#another-number-of-workers): a text corpus's pieces, each group's of a mixture
+within the group, the parts of original BERT's record files. The weights, the optimizer and
+the step are restored as ever; the global batch is the run's setting, checked against the
+replicas before.
 """
+
+import dataclasses
+import types
 
 import tensorflow as tf
 
-from bert_tf.data import corpus, data_position, piece_deal, pipeline
+from bert_tf.data import (
+  corpus,
+  data_position,
+  mixture,
+  piece_deal,
+  pipeline,
+  record_dataset,
+  record_position,
+  stream_position,
+)
 from bert_tf.data.data_settings import RECORDS
 from bert_tf.errors import UserError
 from bert_tf.training.train_settings import TrainConfig
@@ -23,6 +37,43 @@ def input_pipelines(strategy: tf.distribute.Strategy) -> int:
   if isinstance(strategy, tf.distribute.TPUStrategy):
     return strategy.extended.num_hosts
   return 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pieces:
+  """What dealing needs of one stream the old pipelines read (the corpus, a mixture's group,
+  the record files): the size of their plan, the seed their epochs' orders are drawn from,
+  the module that packs its keys, and whether a pipeline interleaves its pieces (unshuffled
+  records)."""
+  plan_size: int
+  seed: int
+  positions: types.ModuleType = stream_position
+  interleaved: bool = False
+
+  def dealt(self, next_keys: list[int], old: piece_deal.Layout,
+            pipelines: int) -> tuple[piece_deal.Layout, list[int]]:
+    """`piece_deal.redeal` of this stream, with its real shares and epochs' orders."""
+    shares = [pipeline.share_of(self.plan_size, old.pipelines, p) for p in range(old.pipelines)]
+    return piece_deal.redeal(
+        next_keys, old, shares,
+        lambda epoch, count: pipeline.epoch_order(self.seed, epoch, count).numpy().tolist(),
+        old.pipelines, pipelines, self.positions, self.interleaved)
+
+
+def _streams(config: TrainConfig, old_pipelines: int) -> list[_Pieces]:
+  """The streams of the run's input as `old_pipelines` pipelines read them: the record
+  files', the corpus's, or each group's of a mixture."""
+  if config.input_format == RECORDS:
+    files = corpus.list_files(config.input_files)
+    return [_Pieces(len(record_dataset.plan_for(files, old_pipelines)), config.seed,
+                    record_position, interleaved=not config.shuffle_records)]
+  if config.weights() is None:
+    groups, seeds = [corpus.list_files(config.input_files, config.data_dir)], [config.seed]
+  else:
+    groups = corpus.list_groups(config.input_files, config.data_dir)
+    seeds = [mixture.group_seed(config.seed, group) for group in range(len(groups))]
+  return [_Pieces(len(pipeline.plan_for(files, config.piece_bytes, old_pipelines)), seed)
+          for files, seed in zip(groups, seeds)]
 
 
 def carry_on(position: data_position.DataPosition, restored_path: str,
@@ -45,27 +96,38 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
   if len(restored) == replicas and old.pipelines == pipelines:
     position.layout = old
     return ""
-  if config.input_format == RECORDS:
-    raise UserError(f"a run on records cannot go on with another number of replicas yet: "
-                    f"re-run it on its {len(restored)} replicas in {old.pipelines} input "
-                    "pipeline(s)")
-  if restored.ndim == 2:  # a mixture's positions (`mixture.py`)
-    raise UserError(f"a run of corpora mixed by --input_weights cannot go on with another "
-                    f"number of replicas yet: re-run it on its {len(restored)} replicas in "
-                    f"{old.pipelines} input pipeline(s)")
-  files = corpus.list_files(config.input_files, config.data_dir)
-  plan_size = len(pipeline.plan_for(files, config.piece_bytes, old.pipelines))
-  shares = [pipeline.share_of(plan_size, old.pipelines, p) for p in range(old.pipelines)]
-  layout, first_keys = piece_deal.redeal(
-      data_position.next_keys(restored, old.pipelines), old, shares,
-      lambda epoch, count: pipeline.epoch_order(config.seed, epoch, count).numpy().tolist(),
-      old.pipelines, pipelines)
+  streams = _streams(config, old.pipelines)
+  next_keys = data_position.next_keys(restored, old.pipelines)
+  if restored.ndim == 1:
+    layout, first_keys = streams[0].dealt(next_keys, old, pipelines)
+    layouts = [layout]
+  else:  # a mixture's (`mixture.py`): each group's keys dealt within it, then the draws'
+    dealt = [stream.dealt([keys[group] for keys in next_keys], old.group(group), pipelines)
+             for group, stream in enumerate(streams)]
+    layouts = [layout for layout, _ in dealt]
+    layout = piece_deal.Layout(pipelines, groups=tuple(layouts))
+    # Every pipeline draws on from the largest number any old one had reached: draws keyed
+    # (seed, pipeline, number) that no pipeline has used, with the same weights.
+    draws = max(keys[-1] for keys in next_keys)
+    first_keys = [[firsts[p] for _, firsts in dealt] + [draws] for p in range(pipelines)]
   position.place(layout, first_keys)
-  carried = [u for mine in layout.carried for u in mine]
+  were = f"{len(restored)} replica{'s' if len(restored) > 1 else ''}"
+  return (f"{were} -> {replicas} (input pipelines {old.pipelines} -> {pipelines}): "
+          f"{_dealt_line(layouts, config.input_format == RECORDS)}")
+
+
+def _dealt_line(layouts: list[piece_deal.Layout], records: bool) -> str:
+  """What was dealt, in words: the pieces, by epoch (of each group of a mixture)."""
+  carried = [u for layout in layouts for mine in layout.carried for u in mine]
+  begun = sum(u.first_example > 0 for u in carried)
+  what = "parts of record files" if records else "pieces"
+  if len(layouts) > 1:
+    epochs = ", ".join(f"{layout.carried_epoch}" for layout in layouts)
+    return (f"the {len(carried)} {what} left unread of the groups' epochs {epochs} ({begun} "
+            "begun) are dealt to the new pipelines from where they stood, group by group; "
+            "each group's next epoch on is shared among them, drawn with the same weights")
   epochs = sorted({u.epoch for u in carried})
   named = f"epoch {epochs[0]}" if len(epochs) == 1 else f"epochs {epochs[0]}-{epochs[-1]}"
-  were = f"{len(restored)} replica{'s' if len(restored) > 1 else ''}"
-  return (f"{were} -> {replicas} (input pipelines {old.pipelines} -> "
-          f"{pipelines}): the {len(carried)} pieces left unread of {named} "
-          f"({sum(u.first_example > 0 for u in carried)} begun) are dealt to the new pipelines "
-          f"from where they stood; epoch {layout.carried_epoch + 1} on is shared among them")
+  return (f"the {len(carried)} {what} left unread of {named} ({begun} begun) are dealt to "
+          f"the new pipelines from where they stood; epoch {layouts[0].carried_epoch + 1} on "
+          "is shared among them")
