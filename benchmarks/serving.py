@@ -1,8 +1,8 @@
 """Serving a fine-tuned classifier, side by side: the SavedModel on raw text, the same model
 on ids (Keras's ExportArchive, what LiteRT converts), and the LiteRT and ONNX exports at each
 quantization (`python -m bert_tf.export --format=litert|onnx --quantize=...`): latency at batch
-1 (median and 99th percentile), examples/s at batch 32, the model file's size and the dev
-accuracy on the built-in task.
+1 (median and 99th percentile), examples/s at batch 32, the model file's size and, of a
+fine-tuned classifier, the dev accuracy on the built-in task.
 
     python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
         --train_file=builtin --dev_file=builtin --output_dir=runs/quickstart_builtin
@@ -10,8 +10,9 @@ accuracy on the built-in task.
     python benchmarks/serving.py --config=bert_base   # BERT-base's shape, random weights
 
 With `--config`, a classifier of that shape over data/vocab.txt, with random weights, stands
-for a fine-tuned one (its dev accuracy is chance: what the table shows for it is how far each
-export moves from the Keras model's). Prints a Markdown table.
+for a fine-tuned one: its speed and size are the shape's, its dev accuracy would be chance and
+is left out (`-`). Each format is converted once and quantized from there. Prints a Markdown
+table.
 """
 
 import argparse
@@ -126,13 +127,17 @@ def main() -> None:
 
   raw = export_task(finetuned.model, finetuned.task, finetuned.vocabulary, f"{scratch}/raw")
   classify = tf.saved_model.load(raw).signatures["classify"]
-  predicted = np.concatenate([
-      np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
-      for i in range(0, len(texts), 32)])
-  figure = float(np.mean(predicted == labels))
+
+  def raw_figure() -> float | None:
+    if not args.output_dir:
+      return None
+    predicted = np.concatenate([
+        np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
+        for i in range(0, len(texts), 32)])
+    return float(np.mean(predicted == labels))
   rows.append(("SavedModel, raw text", *timed(
       lambda batch: classify(text=tf.constant(batch)), texts[:1],
-      (texts * 32)[:32], args.runs, args.batches), size_mb(raw), figure))
+      (texts * 32)[:32], args.runs, args.batches), size_mb(raw), raw_figure()))
 
   on_ids = tf.saved_model.load(write_ids_saved_model(portable, f"{scratch}/ids"))
   serve = on_ids.signatures["serving_default"]
@@ -140,29 +145,33 @@ def main() -> None:
   def run_ids(inputs):
     outputs = serve(**{name: tf.constant(value) for name, value in inputs.items()})
     return {name: value.numpy() for name, value in outputs.items()}
+
+  def dev_figure(run) -> float | None:
+    return dev.figure(Converted(run, dev.kind.portable_logits)) if args.output_dir else None
   rows.append(("SavedModel, ids", *timed(run_ids, ids_1, ids_32, args.runs, args.batches),
-               size_mb(f"{scratch}/ids"), dev.figure(Converted(run_ids, dev.kind.portable_logits))))
+               size_mb(f"{scratch}/ids"), dev_figure(run_ids)))
 
   for export_format in args.formats.split(","):
-    for quantize in QUANTIZATIONS:
-      directory = export_portable(portable, export_format, quantize,
-                                  f"{scratch}/{export_format}_{quantize}")
+    exported = export_portable(portable, export_format, {
+        quantize: f"{scratch}/{export_format}_{quantize}" for quantize in QUANTIZATIONS})
+    for quantize, directory in exported.items():
       run = runtime_runner(export_format, directory, threads=args.threads)
       rows.append((f"{export_format} {quantize}", *timed(run, ids_1, ids_32, args.runs,
                                                          args.batches),
                    size_mb(os.path.join(directory, FORMATS[export_format].model_file)),
-                   dev.figure(Converted(run, dev.kind.portable_logits))))
+                   dev_figure(run)))
 
   base = rows[1][1]
   print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
-        f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), dev: "
-        f"{len(labels)} examples of the built-in task\n")
+        f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), "
+        f"{args.runs} batch-1 calls, {args.batches} batch-32 calls timed"
+        f"{f', dev: {len(labels)} examples of the built-in task' if args.output_dir else ''}\n")
   print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
         "batch 32 examples/s | file MB | dev accuracy |")
   print("|---|---|---|---|---|---|---|")
   for name, median, p99, throughput, size, accuracy in rows:
-    print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.0f} | "
-          f"{size:.1f} | {accuracy:.4f} |")
+    print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.1f} | "
+          f"{size:.1f} | {'-' if accuracy is None else f'{accuracy:.4f}'} |")
 
 
 if __name__ == "__main__":
