@@ -141,13 +141,17 @@ def test_each_format_and_quantization_exports_and_checks_itself(exported, model)
 
 @pytest.mark.e2e
 def test_a_changed_weight_fails_the_check_in_one_line(exported, finetunes):
-  portable = portable_finetuned(load_finetuned(finetunes["tag"]))
-  bias = portable.model.get_layer("classifier").bias
-  bias.assign(bias.numpy() + np.array([0.0, 0.5, 0.0], np.float32))
-  directory, _ = exported["tag", "onnx", "none"]
-  with pytest.raises(UserError, match=r"^tag onnx none export failed verification: its logits "
-                     r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
-    verify_portable(portable, {("onnx", "none"): directory})
+  """Tag's logits; answer's too, beside the -10000 it marks what cannot be an answer with
+  (compared apart: on their scale a change of 0.05 would pass)."""
+  for kind, layer, change, output in (("tag", "classifier", [0.0, 0.5, 0.0], "logits"),
+                                      ("answer", "qa_outputs", [0.05, 0.0], "start_logits")):
+    portable = portable_finetuned(load_finetuned(finetunes[kind]))
+    bias = portable.model.get_layer(layer).bias
+    bias.assign(bias.numpy() + np.array(change, np.float32))
+    directory, _ = exported[kind, "onnx", "none"]
+    with pytest.raises(UserError, match=rf"^{kind} onnx none export failed verification: its "
+                       rf"{output} differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+      verify_portable(portable, {("onnx", "none"): directory})
 
 
 @pytest.mark.e2e
@@ -226,8 +230,11 @@ def test_portable_tokenizer_gives_our_ids_but_where_the_docs_say(vocab_file, cor
     theirs = portable_tokenizer(vocab_file, lower_case=lower_case, seq_length=512)
     theirs.no_padding()
     theirs.no_truncation()
-    ids = ours.tokenize(tf.constant(lines)).to_list()
-    assert [encoded.ids[1:-1] for encoded in theirs.encode_batch(lines)] == ids
+    # and words of 150 and 250 letters: pieces, [UNK] (original BERT's limit, 200)
+    texts = [*lines, f"x {'a' * 150} y", f"x {'a' * 250} y"]
+    ids = ours.tokenize(tf.constant(texts)).to_list()
+    assert [encoded.ids[1:-1] for encoded in theirs.encode_batch(texts)] == ids
+    assert len(ids[-2]) > 3 and ids[-1][1] == vocabulary.unk_id
   tokens = ["ς", "σ", "##ς", "##σ", "οδυσσευ", "⹅", "x", "##x", "##⹅"]
   path = os.path.join(os.path.dirname(vocab_file), "..", "sigma_vocab.txt")
   with open(path, "w", encoding="utf-8") as f:
