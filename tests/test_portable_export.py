@@ -306,8 +306,9 @@ def test_the_command_refuses_in_one_line(tmp_path, model_dir):
 TAG_TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "北京大学 and 서울",
              "x " * 30]
 QUESTIONS = ["Where does the debugger stop?", "What does the method return?", "Anything?"]
+# The second question is shorter than max_query_length: its windows are longer.
 CONTEXTS = ["The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows it.",
-            "Naïve Café: the résumé of a class method returns its object.", ""]
+            "Naïve Café: the résumé of a class method returns its object. " * 3, ""]
 # Runs an example script as `python examples/NAME.py ARGS`, then checks that nothing imported
 # TensorFlow: argv = the script, its arguments.
 WITHOUT_TENSORFLOW = r"""
