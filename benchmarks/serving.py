@@ -5,14 +5,16 @@ quantization (`python -m bert_tf.export --format=litert|onnx --quantize=...`): l
 fine-tuned classifier, the dev accuracy on the built-in task.
 
     python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
-        --train_file=builtin --dev_file=builtin --output_dir=runs/quickstart_builtin
+        --train_file=builtin --dev_file=builtin --learning_rate=1e-3 \\
+        --output_dir=runs/quickstart_builtin --noserving_export
     python benchmarks/serving.py --output_dir=runs/quickstart_builtin
-    python benchmarks/serving.py --config=bert_base   # BERT-base's shape, random weights
+    python benchmarks/serving.py --config=bert_base --runs=10 --batches=1  # random weights
 
 With `--config`, a classifier of that shape over data/vocab.txt, with random weights, stands
 for a fine-tuned one: its speed and size are the shape's, its dev accuracy would be chance and
-is left out (`-`). Each format is converted once and quantized from there. Prints a Markdown
-table.
+is left out (`-`). Each format is converted once and quantized from there; the forms are timed
+in turn, a call of each in each round, so that a shared machine's load falls on all alike.
+Prints a Markdown table.
 """
 
 import argparse
@@ -74,20 +76,26 @@ def random_classifier(preset: str, vocab_file: str, data_dir: str, seq_length: i
   return directory
 
 
-def timed(call, inputs_1, inputs_32, runs: int, batches: int) -> tuple[float, float, float]:
-  """(median and 99th percentile latency at batch 1 in ms, examples/s at batch 32)."""
-  call(inputs_1)
-  call(inputs_32)  # warm
-  latencies = []
+def timed_together(forms: list[tuple], runs: int, batches: int) -> list[tuple[float, ...]]:
+  """Of each form, (call, its batch-1 inputs, its batch-32 inputs): (median and 99th percentile
+  latency at batch 1 in ms, examples/s at batch 32). The forms' calls take turns, one call of
+  each in each round, so that a shared machine's changing load falls on all of them alike."""
+  for call, one, many in forms:  # warm
+    call(one)
+    call(many)
+  latencies, seconds = [[] for _ in forms], [0.0] * len(forms)
   for _ in range(runs):
-    start = time.perf_counter()
-    call(inputs_1)
-    latencies.append((time.perf_counter() - start) * 1000)
-  start = time.perf_counter()
+    for times, (call, one, _) in zip(latencies, forms):
+      start = time.perf_counter()
+      call(one)
+      times.append((time.perf_counter() - start) * 1000)
   for _ in range(batches):
-    call(inputs_32)
-  throughput = 32 * batches / (time.perf_counter() - start)
-  return float(np.median(latencies)), float(np.percentile(latencies, 99)), throughput
+    for i, (call, _, many) in enumerate(forms):
+      start = time.perf_counter()
+      call(many)
+      seconds[i] += time.perf_counter() - start
+  return [(float(np.median(times)), float(np.percentile(times, 99)), 32 * batches / total)
+          for times, total in zip(latencies, seconds)]
 
 
 def size_mb(path: str) -> float:
@@ -135,9 +143,9 @@ def main() -> None:
         np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
         for i in range(0, len(texts), 32)])
     return float(np.mean(predicted == labels))
-  rows.append(("SavedModel, raw text", *timed(
-      lambda batch: classify(text=tf.constant(batch)), texts[:1],
-      (texts * 32)[:32], args.runs, args.batches), size_mb(raw), raw_figure()))
+  # (name, (call, batch-1 inputs, batch-32 inputs), file MB, dev accuracy)
+  rows.append(("SavedModel, raw text", (lambda batch: classify(text=tf.constant(batch)),
+                                        texts[:1], (texts * 32)[:32]), size_mb(raw), raw_figure()))
 
   on_ids = tf.saved_model.load(write_ids_saved_model(portable, f"{scratch}/ids"))
   serve = on_ids.signatures["serving_default"]
@@ -148,28 +156,28 @@ def main() -> None:
 
   def dev_figure(run) -> float | None:
     return dev.figure(Converted(run, dev.kind.portable_logits)) if args.output_dir else None
-  rows.append(("SavedModel, ids", *timed(run_ids, ids_1, ids_32, args.runs, args.batches),
-               size_mb(f"{scratch}/ids"), dev_figure(run_ids)))
+  rows.append(("SavedModel, ids", (run_ids, ids_1, ids_32), size_mb(f"{scratch}/ids"),
+               dev_figure(run_ids)))
 
   for export_format in args.formats.split(","):
     exported = export_portable(portable, export_format, {
         quantize: f"{scratch}/{export_format}_{quantize}" for quantize in QUANTIZATIONS})
     for quantize, directory in exported.items():
       run = runtime_runner(export_format, directory, threads=args.threads)
-      rows.append((f"{export_format} {quantize}", *timed(run, ids_1, ids_32, args.runs,
-                                                         args.batches),
+      rows.append((f"{export_format} {quantize}", (run, ids_1, ids_32),
                    size_mb(os.path.join(directory, FORMATS[export_format].model_file)),
                    dev_figure(run)))
 
-  base = rows[1][1]
+  speeds = timed_together([form for _, form, _, _ in rows], args.runs, args.batches)
+  base = speeds[1][0]
   print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
         f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), "
-        f"{args.runs} batch-1 calls, {args.batches} batch-32 calls timed"
+        f"{args.runs} batch-1 calls, {args.batches} batch-32 calls timed, the forms in turn"
         f"{f', dev: {len(labels)} examples of the built-in task' if args.output_dir else ''}\n")
   print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
         "batch 32 examples/s | file MB | dev accuracy |")
   print("|---|---|---|---|---|---|---|")
-  for name, median, p99, throughput, size, accuracy in rows:
+  for (name, _, size, accuracy), (median, p99, throughput) in zip(rows, speeds):
     print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.1f} | "
           f"{size:.1f} | {'-' if accuracy is None else f'{accuracy:.4f}'} |")
 
