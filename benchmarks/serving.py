@@ -1,8 +1,8 @@
 """Serving a fine-tuned classifier, side by side: the SavedModel on raw text, the same model
 on ids (Keras's ExportArchive, what LiteRT converts), and the LiteRT and ONNX exports at each
 quantization (`python -m bert_tf.export --format=litert|onnx --quantize=...`): latency at batch
-1 (median and 99th percentile), examples/s at batch 32, the model file's size and, of a
-fine-tuned classifier, the dev accuracy on the built-in task.
+1 (median and 99th percentile, and its CPU time), examples/s at batch 32 (and per CPU second),
+the model file's size and, of a fine-tuned classifier, the dev accuracy on the built-in task.
 
     python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
         --train_file=builtin --dev_file=builtin --learning_rate=1e-3 \\
@@ -78,24 +78,30 @@ def random_classifier(preset: str, vocab_file: str, data_dir: str, seq_length: i
 
 def timed_together(forms: list[tuple], runs: int, batches: int) -> list[tuple[float, ...]]:
   """Of each form, (call, its batch-1 inputs, its batch-32 inputs): (median and 99th percentile
-  latency at batch 1 in ms, examples/s at batch 32). The forms' calls take turns, one call of
-  each in each round, so that a shared machine's changing load falls on all of them alike."""
+  latency at batch 1 in ms, the median CPU time of a batch-1 call in ms, examples/s at batch
+  32, examples per CPU second at batch 32). The forms' calls take turns, one call of each in
+  each round, so that a shared machine's changing load falls on all of them alike; the CPU
+  time (this process's, every thread's) is what a call costs whatever the neighbours do."""
   for call, one, many in forms:  # warm
     call(one)
     call(many)
-  latencies, seconds = [[] for _ in forms], [0.0] * len(forms)
+  latencies, cpu = [[] for _ in forms], [[] for _ in forms]
+  seconds, cpu_seconds = [0.0] * len(forms), [0.0] * len(forms)
   for _ in range(runs):
-    for times, (call, one, _) in zip(latencies, forms):
-      start = time.perf_counter()
+    for i, (call, one, _) in enumerate(forms):
+      start, start_cpu = time.perf_counter(), time.process_time()
       call(one)
-      times.append((time.perf_counter() - start) * 1000)
+      latencies[i].append((time.perf_counter() - start) * 1000)
+      cpu[i].append((time.process_time() - start_cpu) * 1000)
   for _ in range(batches):
     for i, (call, _, many) in enumerate(forms):
-      start = time.perf_counter()
+      start, start_cpu = time.perf_counter(), time.process_time()
       call(many)
       seconds[i] += time.perf_counter() - start
-  return [(float(np.median(times)), float(np.percentile(times, 99)), 32 * batches / total)
-          for times, total in zip(latencies, seconds)]
+      cpu_seconds[i] += time.process_time() - start_cpu
+  return [(float(np.median(latencies[i])), float(np.percentile(latencies[i], 99)),
+           float(np.median(cpu[i])), 32 * batches / seconds[i], 32 * batches / cpu_seconds[i])
+          for i in range(len(forms))]
 
 
 def size_mb(path: str) -> float:
@@ -169,17 +175,18 @@ def main() -> None:
                    dev_figure(run)))
 
   speeds = timed_together([form for _, form, _, _ in rows], args.runs, args.batches)
-  base = speeds[1][0]
+  base = speeds[1][2]  # the SavedModel on ids' CPU ms at batch 1
   print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
         f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), "
         f"{args.runs} batch-1 calls, {args.batches} batch-32 calls timed, the forms in turn"
         f"{f', dev: {len(labels)} examples of the built-in task' if args.output_dir else ''}\n")
-  print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
-        "batch 32 examples/s | file MB | dev accuracy |")
-  print("|---|---|---|---|---|---|---|")
-  for (name, _, size, accuracy), (median, p99, throughput) in zip(rows, speeds):
-    print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.1f} | "
-          f"{size:.1f} | {'-' if accuracy is None else f'{accuracy:.4f}'} |")
+  print("| model | batch 1 median ms | p99 ms | batch 1 CPU ms | batch-1 speed-up vs SavedModel "
+        "on ids (CPU) | batch 32 examples/s | per CPU s | file MB | dev accuracy |")
+  print("|---|---|---|---|---|---|---|---|---|")
+  for (name, _, size, accuracy), (median, p99, cpu, throughput, per_cpu) in zip(rows, speeds):
+    print(f"| {name} | {median:.2f} | {p99:.2f} | {cpu:.2f} | {base / cpu:.2f}x | "
+          f"{throughput:.1f} | {per_cpu:.1f} | {size:.1f} | "
+          f"{'-' if accuracy is None else f'{accuracy:.4f}'} |")
 
 
 if __name__ == "__main__":
