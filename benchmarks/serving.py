@@ -1,17 +1,20 @@
 """Serving a fine-tuned classifier, side by side: the SavedModel on raw text, the same model
 on ids (Keras's ExportArchive, what LiteRT converts), and the LiteRT and ONNX exports at each
 quantization (`python -m bert_tf.export --format=litert|onnx --quantize=...`): latency at batch
-1 (median and 99th percentile), examples/s at batch 32, the model file's size and the dev
-accuracy on the built-in task.
+1 (median and 99th percentile, and its CPU time), examples/s at batch 32 (and per CPU second),
+the model file's size and, of a fine-tuned classifier, the dev accuracy on the built-in task.
 
     python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
-        --train_file=builtin --dev_file=builtin --output_dir=runs/quickstart_builtin
+        --train_file=builtin --dev_file=builtin --learning_rate=1e-3 \\
+        --output_dir=runs/quickstart_builtin --noserving_export
     python benchmarks/serving.py --output_dir=runs/quickstart_builtin
-    python benchmarks/serving.py --config=bert_base   # BERT-base's shape, random weights
+    python benchmarks/serving.py --config=bert_base --runs=10 --batches=1  # random weights
 
 With `--config`, a classifier of that shape over data/vocab.txt, with random weights, stands
-for a fine-tuned one (its dev accuracy is chance: what the table shows for it is how far each
-export moves from the Keras model's). Prints a Markdown table.
+for a fine-tuned one: its speed and size are the shape's, its dev accuracy would be chance and
+is left out (`-`). Each format is converted once and quantized from there; the forms are timed
+in turn, a call of each in each round, so that a shared machine's load falls on all alike.
+Prints a Markdown table.
 """
 
 import argparse
@@ -73,20 +76,32 @@ def random_classifier(preset: str, vocab_file: str, data_dir: str, seq_length: i
   return directory
 
 
-def timed(call, inputs_1, inputs_32, runs: int, batches: int) -> tuple[float, float, float]:
-  """(median and 99th percentile latency at batch 1 in ms, examples/s at batch 32)."""
-  call(inputs_1)
-  call(inputs_32)  # warm
-  latencies = []
+def timed_together(forms: list[tuple], runs: int, batches: int) -> list[tuple[float, ...]]:
+  """Of each form, (call, its batch-1 inputs, its batch-32 inputs): (median and 99th percentile
+  latency at batch 1 in ms, the median CPU time of a batch-1 call in ms, examples/s at batch
+  32, examples per CPU second at batch 32). The forms' calls take turns, one call of each in
+  each round, so that a shared machine's changing load falls on all of them alike; the CPU
+  time (this process's, every thread's) is what a call costs whatever the neighbours do."""
+  for call, one, many in forms:  # warm
+    call(one)
+    call(many)
+  latencies, cpu = [[] for _ in forms], [[] for _ in forms]
+  seconds, cpu_seconds = [0.0] * len(forms), [0.0] * len(forms)
   for _ in range(runs):
-    start = time.perf_counter()
-    call(inputs_1)
-    latencies.append((time.perf_counter() - start) * 1000)
-  start = time.perf_counter()
+    for i, (call, one, _) in enumerate(forms):
+      start, start_cpu = time.perf_counter(), time.process_time()
+      call(one)
+      latencies[i].append((time.perf_counter() - start) * 1000)
+      cpu[i].append((time.process_time() - start_cpu) * 1000)
   for _ in range(batches):
-    call(inputs_32)
-  throughput = 32 * batches / (time.perf_counter() - start)
-  return float(np.median(latencies)), float(np.percentile(latencies, 99)), throughput
+    for i, (call, _, many) in enumerate(forms):
+      start, start_cpu = time.perf_counter(), time.process_time()
+      call(many)
+      seconds[i] += time.perf_counter() - start
+      cpu_seconds[i] += time.process_time() - start_cpu
+  return [(float(np.median(latencies[i])), float(np.percentile(latencies[i], 99)),
+           float(np.median(cpu[i])), 32 * batches / seconds[i], 32 * batches / cpu_seconds[i])
+          for i in range(len(forms))]
 
 
 def size_mb(path: str) -> float:
@@ -126,13 +141,17 @@ def main() -> None:
 
   raw = export_task(finetuned.model, finetuned.task, finetuned.vocabulary, f"{scratch}/raw")
   classify = tf.saved_model.load(raw).signatures["classify"]
-  predicted = np.concatenate([
-      np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
-      for i in range(0, len(texts), 32)])
-  figure = float(np.mean(predicted == labels))
-  rows.append(("SavedModel, raw text", *timed(
-      lambda batch: classify(text=tf.constant(batch)), texts[:1],
-      (texts * 32)[:32], args.runs, args.batches), size_mb(raw), figure))
+
+  def raw_figure() -> float | None:
+    if not args.output_dir:
+      return None
+    predicted = np.concatenate([
+        np.argmax(classify(text=tf.constant(texts[i:i + 32]))["probabilities"].numpy(), -1)
+        for i in range(0, len(texts), 32)])
+    return float(np.mean(predicted == labels))
+  # (name, (call, batch-1 inputs, batch-32 inputs), file MB, dev accuracy)
+  rows.append(("SavedModel, raw text", (lambda batch: classify(text=tf.constant(batch)),
+                                        texts[:1], (texts * 32)[:32]), size_mb(raw), raw_figure()))
 
   on_ids = tf.saved_model.load(write_ids_saved_model(portable, f"{scratch}/ids"))
   serve = on_ids.signatures["serving_default"]
@@ -140,29 +159,34 @@ def main() -> None:
   def run_ids(inputs):
     outputs = serve(**{name: tf.constant(value) for name, value in inputs.items()})
     return {name: value.numpy() for name, value in outputs.items()}
-  rows.append(("SavedModel, ids", *timed(run_ids, ids_1, ids_32, args.runs, args.batches),
-               size_mb(f"{scratch}/ids"), dev.figure(Converted(run_ids, dev.kind.portable_logits))))
+
+  def dev_figure(run) -> float | None:
+    return dev.figure(Converted(run, dev.kind.portable_logits)) if args.output_dir else None
+  rows.append(("SavedModel, ids", (run_ids, ids_1, ids_32), size_mb(f"{scratch}/ids"),
+               dev_figure(run_ids)))
 
   for export_format in args.formats.split(","):
-    for quantize in QUANTIZATIONS:
-      directory = export_portable(portable, export_format, quantize,
-                                  f"{scratch}/{export_format}_{quantize}")
+    exported = export_portable(portable, export_format, {
+        quantize: f"{scratch}/{export_format}_{quantize}" for quantize in QUANTIZATIONS})
+    for quantize, directory in exported.items():
       run = runtime_runner(export_format, directory, threads=args.threads)
-      rows.append((f"{export_format} {quantize}", *timed(run, ids_1, ids_32, args.runs,
-                                                         args.batches),
+      rows.append((f"{export_format} {quantize}", (run, ids_1, ids_32),
                    size_mb(os.path.join(directory, FORMATS[export_format].model_file)),
-                   dev.figure(Converted(run, dev.kind.portable_logits))))
+                   dev_figure(run)))
 
-  base = rows[1][1]
+  speeds = timed_together([form for _, form, _, _ in rows], args.runs, args.batches)
+  base = speeds[1][2]  # the SavedModel on ids' CPU ms at batch 1
   print(f"\n{'fine-tuned classifier ' + output_dir if args.output_dir else args.config}, "
-        f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), dev: "
-        f"{len(labels)} examples of the built-in task\n")
-  print("| model | batch 1 median ms | p99 ms | batch-1 speed-up vs SavedModel on ids | "
-        "batch 32 examples/s | file MB | dev accuracy |")
-  print("|---|---|---|---|---|---|---|")
-  for name, median, p99, throughput, size, accuracy in rows:
-    print(f"| {name} | {median:.2f} | {p99:.2f} | {base / median:.2f}x | {throughput:.0f} | "
-          f"{size:.1f} | {accuracy:.4f} |")
+        f"seq_length {portable.seq_length}, {args.threads or 'default'} thread(s), "
+        f"{args.runs} batch-1 calls, {args.batches} batch-32 calls timed, the forms in turn"
+        f"{f', dev: {len(labels)} examples of the built-in task' if args.output_dir else ''}\n")
+  print("| model | batch 1 median ms | p99 ms | batch 1 CPU ms | batch-1 speed-up vs SavedModel "
+        "on ids (CPU) | batch 32 examples/s | per CPU s | file MB | dev accuracy |")
+  print("|---|---|---|---|---|---|---|---|---|")
+  for (name, _, size, accuracy), (median, p99, cpu, throughput, per_cpu) in zip(rows, speeds):
+    print(f"| {name} | {median:.2f} | {p99:.2f} | {cpu:.2f} | {base / cpu:.2f}x | "
+          f"{throughput:.1f} | {per_cpu:.1f} | {size:.1f} | "
+          f"{'-' if accuracy is None else f'{accuracy:.4f}'} |")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """Answers a question from a context with an `answer` fine-tune's LiteRT or ONNX export, as its
-SavedModel's `answer` signature does: the context cut into windows of the sequence length every
-`doc_stride` tokens, the `n_best_size` best starts and ends of each window paired (the end at
-most `max_answer_length` tokens after the start, the start in its window of most context), the
-best start + end logit chosen and cut from the context by its tokens' character offsets. A
-model fine-tuned on SQuAD v2.0 answers "" when the no-answer score beats the best span's by
-more than `null_score_diff_threshold`.
+SavedModel's `answer` signature does: the context cut into windows of what the sequence has room
+for after the question (cut to `max_query_length` pieces) every `doc_stride` tokens, the
+`n_best_size` best starts and ends of each window paired (the end at most `max_answer_length`
+tokens after the start, the start in its window of most context), the best start + end logit
+chosen and cut from the context by its tokens' character offsets. A model fine-tuned on SQuAD
+v2.0 answers "" when the no-answer score beats the best span's by more than
+`null_score_diff_threshold`.
 
   python examples/answer.py EXPORT_DIR "the question" "the context"
 
@@ -44,20 +45,20 @@ def answer(model: PortableModel, question: str, context: str) -> dict:
   question_ids = model.tokenizer.encode(question, add_special_tokens=False).ids[
       :settings["max_query_length"]]
   encoding = model.tokenizer.encode(context, add_special_tokens=False)
-  room = model.seq_length - settings["max_query_length"] - 3
+  room = model.seq_length - len(question_ids) - 3  # [CLS] question [SEP] window [SEP]
   spans = windows(len(encoding.ids), room, settings["doc_stride"])
   head = [model.cls_id, *question_ids, model.sep_id]
   outputs = model.run(model.inputs([
       (head + encoding.ids[start:start + length] + [model.sep_id],
        [0] * len(head) + [1] * (length + 1)) for start, length in spans]))
   chosen, n_best = most_context(spans, len(encoding.ids)), settings["n_best_size"]
-  best = None  # (score, first token, last token)
+  best = None  # (score, first token, last token): on a tie the first window, start, end
   for i, (start, length) in enumerate(spans):
     starts = outputs["start_logits"][i, len(head):len(head) + length]
     ends = outputs["end_logits"][i, len(head):len(head) + length]
     mine = [t for t in range(length) if chosen[start + t] == i]
-    for s in sorted(mine, key=lambda t: -starts[t])[:n_best]:
-      for e in np.argsort(-ends, kind="stable")[:n_best]:
+    for s in sorted(sorted(mine, key=lambda t: -starts[t])[:n_best]):
+      for e in sorted(np.argsort(-ends, kind="stable")[:n_best]):
         score = float(starts[s] + ends[e])
         if s <= e < s + settings["max_answer_length"] and (best is None or score > best[0]):
           best = (score, start + s, start + int(e))

@@ -1,16 +1,18 @@
 """LiteRT and ONNX exports (`python -m bert_tf.export --format=litert|onnx`): a run's encoder
-and a fine-tuned model of every kind, on ids, beside a `tokenizers` tokenizer.json; each checks
-itself in a fresh process that imports only numpy, tokenizers and its runtime (its ids against
-ours, its outputs against the Keras model's), quantized or not; a changed weight fails the
-check; each kind's dev figure (its own `evaluate`) of the converted model is printed beside
-the Keras model's; bad input is one line.
+and a fine-tuned model of every kind, on ids, beside a `tokenizers` tokenizer.json, each format
+at each quantization; each checks itself in a fresh process that imports only numpy,
+tokenizers and its runtime (its ids against ours, its outputs against the Keras model's); a
+changed weight fails the check; each kind's dev figure (its own `evaluate`) of the converted
+model is printed beside the Keras model's; bad input is one line.
 
-The exports are made once (`exported`): the encoders by the command, the fine-tunes by the
-functions it calls, in this process."""
+The exports are made once (`exported`): the encoder's LiteRT int8 by the command, the rest by
+the functions it calls, in this process, each model converted once per format and quantized
+from there, its exports checked in one fresh process."""
 
 import json
 import os
 import re
+import shutil
 
 import keras
 import numpy as np
@@ -21,10 +23,11 @@ from bert_tf import task_kinds
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import portable as portable_module
-from bert_tf.export.export_settings import ExportConfig
+from bert_tf.export.export_settings import QUANTIZATIONS, ExportConfig
 from bert_tf.export.portable import ENCODER_SHAPES, export_portable
 from bert_tf.export.portable_tokenizer import portable_tokenizer
 from bert_tf.export.portable_verification import runtime_runner, verify_portable
+from bert_tf.export.trained import load_trained, portable_encoder
 from bert_tf.export.verification import text_ids
 from bert_tf.finetune import heads
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
@@ -36,14 +39,13 @@ from bert_tf.model.pretraining import pretraining_model
 from helpers import run, write_choices, write_output_dir
 
 FORMATS = ("litert", "onnx")
+MODELS = ("encoder", *task_kinds.NAMES)
+COMMAND = ("encoder", "litert", "int8")  # the export the command makes
 TAGS = ["B-ORG", "I-ORG", "O"]
 CLASSES = ["neg", "pos", "mixed"]
 ANSWER_SETTINGS = {"max_query_length": 8, "doc_stride": 6, "max_answer_length": 5,
                    "n_best_size": 4, "null_score_diff_threshold": 0.0,
                    "version_2_with_negative": False}
-# The quantization each format's fine-tunes are exported with (the others: none).
-QUANTIZED = {("litert", "classify"): "int8", ("litert", "tag"): "fp16",
-             ("onnx", "classify"): "int8", ("onnx", "regress"): "fp16"}
 VERIFIED = re.compile(r"^verified: (\w+) (litert|onnx) (none|fp16|int8) ids equal, largest "
                       r"output difference (\S+) \((\w+); tolerance (\S+)\)$", re.M)
 
@@ -80,60 +82,90 @@ def finetunes(vocab_file, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def exported(model_dir, finetunes, tmp_path_factory):
-  """Every export, made once: {(format, kind): (directory, what its check said)}; "encoder"
-  by the command on `model_dir`."""
+  """Every export, made once: {(model, format, quantize): (directory, what its check said)},
+  the model "encoder" (of `model_dir`) or a kind."""
   root = tmp_path_factory.mktemp("portable")
-  made = {}
-  for export_format in FORMATS:
-    output = str(root / f"encoder_{export_format}")
-    result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}",
-                  f"--format={export_format}", f"--output={output}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    made[export_format, "encoder"] = (output, result.stdout)
-    for kind, output_dir in finetunes.items():
-      portable = portable_finetuned(load_finetuned(output_dir))
-      quantize = QUANTIZED.get((export_format, kind), "none")
-      output = export_portable(portable, export_format, quantize,
-                               str(root / f"{kind}_{export_format}"))
-      made[export_format, kind] = (output, verify_portable(portable, export_format, quantize,
-                                                           output))
+  output = str(root / "_".join(COMMAND))
+  result = run(["-m", "bert_tf.export", f"--model_dir={model_dir}", f"--format={COMMAND[1]}",
+                f"--quantize={COMMAND[2]}", f"--output={output}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  made = {COMMAND: (output, result.stdout)}
+  portables = {"encoder": portable_encoder(load_trained(model_dir)),
+               **{kind: portable_finetuned(load_finetuned(output_dir))
+                  for kind, output_dir in finetunes.items()}}
+  for model, portable in portables.items():
+    directories = {}
+    for export_format in FORMATS:
+      directories.update({(export_format, quantize): directory for quantize, directory in (
+          export_portable(portable, export_format, {
+              quantize: str(root / f"{model}_{export_format}_{quantize}")
+              for quantize in QUANTIZATIONS if (model, export_format, quantize) not in made})
+      ).items()})
+    lines = verify_portable(portable, directories)
+    made.update({(model, *cell): (directory, line)
+                 for (cell, directory), line in zip(directories.items(), lines, strict=True)})
   return made
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("export_format", FORMATS)
-def test_the_encoder_and_every_kind_export_and_check_themselves(exported, export_format):
-  for kind in ("encoder", *task_kinds.NAMES):
-    directory, said = exported[export_format, kind]
-    quantize = QUANTIZED.get((export_format, kind), "none")
-    difference = verified(said, kind, export_format, quantize)
-    if quantize != "none":
-      assert difference > 0  # the weights were rounded
-    with open(os.path.join(directory, "portable.json")) as f:
-      description = json.load(f)
-    seq_length = 32 if kind == "encoder" else 24  # the run's, the fine-tune's
-    endings = ["endings"] if kind == "choose" else []  # a context paired with each ending
-    assert description["inputs"] == {
-        name: {"dtype": "int32", "shape": ["batch", *endings, seq_length]}
-        for name in ("input_ids", "token_type_ids", "attention_mask")}
-    shapes = ENCODER_SHAPES if kind == "encoder" else task_kind(kind).portable_shapes
-    assert sorted(description["outputs"]) == sorted(shapes)
-    assert description["quantize"] == quantize and description["kind"] == kind
-    assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(kind, [])
-    assert sorted(os.listdir(directory)) == sorted([
-        description["model_file"], "portable.json", "tokenizer.json", "vocab.txt"])
-  assert "wrote" in exported[export_format, "encoder"][1]
+@pytest.mark.parametrize("model", MODELS)
+def test_each_format_and_quantization_exports_and_checks_itself(exported, model):
+  """The encoder and every kind, each format at each quantization: checked in a fresh process
+  (the line), described, quantized (smaller, and not the same outputs)."""
+  for export_format in FORMATS:
+    sizes = []
+    for quantize in QUANTIZATIONS:
+      directory, said = exported[model, export_format, quantize]
+      difference = verified(said, model, export_format, quantize)
+      if quantize != "none":
+        assert difference > 0  # the weights were rounded
+      with open(os.path.join(directory, "portable.json")) as f:
+        description = json.load(f)
+      seq_length = 32 if model == "encoder" else 24  # the run's, the fine-tune's
+      endings = ["endings"] if model == "choose" else []  # a context paired with each ending
+      assert description["inputs"] == {
+          name: {"dtype": "int32", "shape": ["batch", *endings, seq_length]}
+          for name in ("input_ids", "token_type_ids", "attention_mask")}
+      shapes = ENCODER_SHAPES if model == "encoder" else task_kind(model).portable_shapes
+      assert sorted(description["outputs"]) == sorted(shapes)
+      assert (description["quantize"], description["kind"], description["format"]) == (
+          quantize, model, export_format)
+      assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(model, [])
+      assert sorted(os.listdir(directory)) == sorted([
+          description["model_file"], "portable.json", "tokenizer.json", "vocab.txt"])
+      sizes.append(os.path.getsize(os.path.join(directory, description["model_file"])))
+    assert sizes[0] > sizes[1] > sizes[2], (export_format, sizes)  # float32, float16, int8
+  if model == COMMAND[0]:
+    assert exported[COMMAND][1].rstrip().endswith(f"wrote {exported[COMMAND][0]}")
 
 
 @pytest.mark.e2e
 def test_a_changed_weight_fails_the_check_in_one_line(exported, finetunes):
-  portable = portable_finetuned(load_finetuned(finetunes["tag"]))
-  bias = portable.model.get_layer("classifier").bias
-  bias.assign(bias.numpy() + np.array([0.0, 0.5, 0.0], np.float32))
-  directory, _ = exported["onnx", "tag"]
-  with pytest.raises(UserError, match=r"^tag onnx none export failed verification: its logits "
-                     r"differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
-    verify_portable(portable, "onnx", "none", directory)
+  """Tag's logits; answer's too, beside the -10000 it marks what cannot be an answer with
+  (compared apart: on their scale a change of 0.05 would pass)."""
+  for kind, layer, change, output in (("tag", "classifier", [0.0, 0.5, 0.0], "logits"),
+                                      ("answer", "qa_outputs", [0.05, 0.0], "start_logits")):
+    portable = portable_finetuned(load_finetuned(finetunes[kind]))
+    bias = portable.model.get_layer(layer).bias
+    bias.assign(bias.numpy() + np.array(change, np.float32))
+    directory, _ = exported[kind, "onnx", "none"]
+    with pytest.raises(UserError, match=rf"^{kind} onnx none export failed verification: its "
+                       rf"{output} differs from the Keras model's by \S+ \(tolerance 1e-04\)$"):
+      verify_portable(portable, {("onnx", "none"): directory})
+
+
+@pytest.mark.e2e
+def test_an_export_that_does_not_run_fails_the_check_in_one_line(exported, finetunes,
+                                                                 tmp_path):
+  """Of several checked in one process, the one that does not load is named."""
+  portable = portable_finetuned(load_finetuned(finetunes["regress"]))
+  broken = shutil.copytree(exported["regress", "onnx", "fp16"][0], str(tmp_path / "broken"))
+  with open(os.path.join(broken, "model.onnx"), "r+b") as f:
+    f.truncate(100)
+  with pytest.raises(UserError, match=r"^regress onnx fp16 export failed verification: running "
+                     r"it failed: \S.*$"):
+    verify_portable(portable, {("litert", "none"): exported["regress", "litert", "none"][0],
+                               ("onnx", "fp16"): broken})
 
 
 def dev_line(finetunes, exported, kind, export_format, quantize, dev_file):
@@ -142,7 +174,7 @@ def dev_line(finetunes, exported, kind, export_format, quantize, dev_file):
   portable = portable_finetuned(finetuned)
   dev = PortableDev(finetuned.task, portable, str(dev_file), data_dir=str(dev_file.parent),
                     text_columns="text", label_column="label", header=True)
-  directory, _ = exported[export_format, kind]
+  directory, _ = exported[kind, export_format, quantize]
   line = dev.line(portable, runtime_runner(export_format, directory),
                   f"{export_format} {quantize}")
   match = re.fullmatch(rf"dev: {export_format} {quantize} (\w+) (\S+), the Keras model's (\S+) "
@@ -173,11 +205,11 @@ def test_a_converted_models_dev_figure_beside_the_keras_models(exported, finetun
               ("What shows it?", "the stack frame"), ("Who stops?", "The Debugger")])]}]}]}))
   choices = tmp_path / "dev.jsonl"
   write_choices(choices, 6, seed=0)
-  for kind, export_format, dev_file, name, examples in (
-      ("classify", "onnx", tsv, "dev_accuracy", 20), ("tag", "litert", conll, "dev_entity_f1", 20),
-      ("answer", "onnx", squad_file, "dev_f1", 3),
-      ("choose", "litert", choices, "dev_accuracy", 6)):
-    quantize = QUANTIZED.get((export_format, kind), "none")
+  for kind, export_format, quantize, dev_file, name, examples in (
+      ("classify", "onnx", "int8", tsv, "dev_accuracy", 20),
+      ("tag", "litert", "fp16", conll, "dev_entity_f1", 20),
+      ("answer", "onnx", "none", squad_file, "dev_f1", 3),
+      ("choose", "litert", "none", choices, "dev_accuracy", 6)):
     figure_name, figure, keras_figure, count = dev_line(finetunes, exported, kind,
                                                         export_format, quantize, dev_file)
     assert (figure_name, count) == (name, examples)
@@ -198,8 +230,11 @@ def test_portable_tokenizer_gives_our_ids_but_where_the_docs_say(vocab_file, cor
     theirs = portable_tokenizer(vocab_file, lower_case=lower_case, seq_length=512)
     theirs.no_padding()
     theirs.no_truncation()
-    ids = ours.tokenize(tf.constant(lines)).to_list()
-    assert [encoded.ids[1:-1] for encoded in theirs.encode_batch(lines)] == ids
+    # and words of 150 and 250 letters: pieces, [UNK] (original BERT's limit, 200)
+    texts = [*lines, f"x {'a' * 150} y", f"x {'a' * 250} y"]
+    ids = ours.tokenize(tf.constant(texts)).to_list()
+    assert [encoded.ids[1:-1] for encoded in theirs.encode_batch(texts)] == ids
+    assert len(ids[-2]) > 3 and ids[-1][1] == vocabulary.unk_id
   tokens = ["ς", "σ", "##ς", "##σ", "οδυσσευ", "⹅", "x", "##x", "##⹅"]
   path = os.path.join(os.path.dirname(vocab_file), "..", "sigma_vocab.txt")
   with open(path, "w", encoding="utf-8") as f:
@@ -247,7 +282,7 @@ def test_a_converter_that_fails_is_one_line(finetunes, tmp_path, monkeypatch):
   monkeypatch.setattr(portable_module, "_onnx", failing)
   with pytest.raises(UserError, match=r"^the onnx converter failed \(RuntimeError\): tf2onnx: "
                      r"unsupported op Foo$"):
-    export_portable(portable, "onnx", "none", str(tmp_path / "out"))
+    export_portable(portable, "onnx", {"none": str(tmp_path / "out")})
   assert not os.path.exists(tmp_path / "out")
 
 
@@ -271,8 +306,9 @@ def test_the_command_refuses_in_one_line(tmp_path, model_dir):
 TAG_TEXTS = ["Café naïve, résumé.", "The  Stack-Frame of an object", "北京大学 and 서울",
              "x " * 30]
 QUESTIONS = ["Where does the debugger stop?", "What does the method return?", "Anything?"]
+# The second question is shorter than max_query_length: its windows are longer.
 CONTEXTS = ["The Debugger  stops at a Breakpoint. " * 6 + "Then the stack frame shows it.",
-            "Naïve Café: the résumé of a class method returns its object.", ""]
+            "Naïve Café: the résumé of a class method returns its object. " * 3, ""]
 # Runs an example script as `python examples/NAME.py ARGS`, then checks that nothing imported
 # TensorFlow: argv = the script, its arguments.
 WITHOUT_TENSORFLOW = r"""
@@ -311,11 +347,12 @@ def test_the_examples_give_the_saved_models_tags_and_answers(exported, finetunes
                 int(tags["starts"][i, j]), int(tags["ends"][i, j])]
                for j in range(tags["num_words"][i])] for i in range(len(TAG_TEXTS))]
   assert expected[3][-1][1] == "O"  # past the sequence
-  assert example("tag", exported["onnx", "tag"][0], *TAG_TEXTS) == expected
+  assert example("tag", exported["tag", "onnx", "none"][0], *TAG_TEXTS) == expected
   answers = served["answer"]
   for export_format in FORMATS:
     for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)):
-      (got,) = example("answer", exported[export_format, "answer"][0], question, context)
+      (got,) = example("answer", exported["answer", export_format, "none"][0], question,
+                       context)
       assert (got["answer"], got["start"], got["end"], got["has_answer"]) == (
           answers["answer"][i].decode(), answers["start"][i], answers["end"][i],
           answers["has_answer"][i]), (export_format, i)

@@ -65,10 +65,10 @@ def portable_export(config: ExportConfig) -> None:
     raise UserError("--dev_file is for a fine-tune's output_dir, not a pre-training run")
   else:
     portable = portable_encoder(load_trained(config.model_dir), config.seq_length)
-  export_portable(portable, config.format, config.quantize, config.output)
+  export_portable(portable, config.format, {config.quantize: config.output})
   if not config.skip_verify:
-    print(verify_portable(portable, config.format, config.quantize, config.output,
-                          dev.texts[:8] if dev else ()))
+    print(*verify_portable(portable, {(config.format, config.quantize): config.output},
+                           dev.texts[:8] if dev else ()))
   if dev:
     print(dev.line(portable, runtime_runner(config.format, config.output),
                    f"{config.format} {config.quantize}"))

@@ -3,17 +3,26 @@ tokenizer over the model's vocab.txt, cased or not as the model was trained, tha
 truncates to the portable model's sequence length. No TensorFlow: a server that runs the
 model in ONNX Runtime or LiteRT tokenizes with it (docs/serving.md#litert-and-onnx)."""
 
-from tokenizers.implementations import BertWordPieceTokenizer
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-PAD = "[PAD]"  # as in bert_tf.data.tokenization, which imports TensorFlow
+# As in bert_tf.data.tokenization, which imports TensorFlow: its special tokens, and its
+# longest word (original BERT's) before [UNK], which the tokenizers library counts in
+# characters where tensorflow-text counts bytes of UTF-8 (the library's default: 100).
+PAD, UNK, CLS, SEP = "[PAD]", "[UNK]", "[CLS]", "[SEP]"
+MAX_CHARS_PER_WORD = 200
 
 
-def portable_tokenizer(vocab_file: str, *, lower_case: bool,
-                       seq_length: int) -> BertWordPieceTokenizer:
+def portable_tokenizer(vocab_file: str, *, lower_case: bool, seq_length: int) -> Tokenizer:
   """The tokenizers library's BERT tokenizer over `vocab_file`: lower-cases and strips accents
   when `lower_case`, adds [CLS] and [SEP]s, cuts to `seq_length` tokens and pads to it."""
-  tokenizer = BertWordPieceTokenizer(vocab_file, lowercase=lower_case, strip_accents=lower_case,
-                                     clean_text=True, handle_chinese_chars=True)
+  tokenizer = Tokenizer(models.WordPiece.from_file(
+      vocab_file, unk_token=UNK, max_input_chars_per_word=MAX_CHARS_PER_WORD))
+  tokenizer.normalizer = normalizers.BertNormalizer(
+      clean_text=True, handle_chinese_chars=True, strip_accents=lower_case, lowercase=lower_case)
+  tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+  tokenizer.post_processor = processors.BertProcessing(
+      (SEP, tokenizer.token_to_id(SEP)), (CLS, tokenizer.token_to_id(CLS)))
+  tokenizer.decoder = decoders.WordPiece(prefix="##")
   tokenizer.enable_truncation(max_length=seq_length)
   tokenizer.enable_padding(length=seq_length, pad_id=tokenizer.token_to_id(PAD), pad_token=PAD)
   return tokenizer
