@@ -1,15 +1,16 @@
 """What several test files need: running the project in a fresh process, a script's preamble
 for two logical CPUs and a tiny model, small synthetic batches, reading saved weights,
 waiting for a checkpoint to become the latest before killing a run, reading a fine-tuned
-export's verification line, another run's lock, original BERT's record features. (No test
-module imports another: what two share is here, or in a module of its own such as
-finetune_files.py.)
+export's verification line, another run's lock, original BERT's record features, what a
+module's fixture logged (`Logged`). (No test module imports another: what two share is here,
+or in a module of its own such as finetune_files.py.)
 
 Nothing here imports TensorFlow at import time: a subprocess script imports this module before
 it splits the CPU into logical devices, which must happen before TensorFlow starts.
 """
 
 import json
+import logging
 import os
 import re
 import socket
@@ -427,3 +428,29 @@ def write_choices(path, count, seed):
     rows.append(json.dumps({"context": " ".join(context), "endings": endings, "label": label}))
   path.write_text("\n".join(rows) + "\n", encoding="utf-8")
   return str(path)
+
+
+class Logged(logging.Handler):
+  """What caplog holds, for a module's fixture (caplog is a test's): every record that reaches
+  the root logger, bert_tf's from INFO on, while `with Logged() as logged:` runs."""
+
+  def __init__(self):
+    super().__init__(logging.NOTSET)
+    self.records = []
+
+  def emit(self, record):
+    self.records.append(record)
+
+  @property
+  def text(self) -> str:
+    return "\n".join(record.getMessage() for record in self.records)
+
+  def __enter__(self):
+    self.level_before = logging.getLogger("bert_tf").level
+    logging.getLogger("bert_tf").setLevel(logging.INFO)
+    logging.getLogger().addHandler(self)
+    return self
+
+  def __exit__(self, *exception):
+    logging.getLogger().removeHandler(self)
+    logging.getLogger("bert_tf").setLevel(self.level_before)

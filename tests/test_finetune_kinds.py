@@ -88,37 +88,6 @@ def check_output_dir(config, results, task):
 
 @pytest.mark.e2e
 @pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
-def test_regression(files, model_dir, tmp_path, logged):
-  config = config_for("regress", files, model_dir, tmp_path / "out")
-  results = finetune(config)
-  task_json = check_output_dir(config, results, "regress")
-  (line,) = verification_lines(logged)
-  assert verified(line, "regress") == "score"
-  assert task_json["labels"] == [] and task_json["pair"] is True
-  assert -1 <= results["dev_pearson"] <= 1 and -1 <= results["dev_spearman"] <= 1
-  assert results["dev_mse"] >= 0
-  assert (results["train_examples"], results["dev_examples"]) == (48, 16)
-
-
-@pytest.mark.e2e
-@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
-def test_tagging(files, model_dir, tmp_path, logged):
-  config = config_for("tag", files, model_dir, tmp_path / "out")
-  results = finetune(config)
-  task_json = check_output_dir(config, results, "tag")
-  (line,) = verification_lines(logged)
-  verified(line, "tag")
-  assert task_json["labels"] == ["B-CODE", "B-DEBUG", "I-CODE", "I-DEBUG", "O"]
-  assert task_json["pair"] is False
-  for name in ("f1", "precision", "recall"):
-    assert 0 <= results[f"dev_entity_{name}"] <= 1
-  assert 0 < results["dev_token_accuracy"] <= 1
-  assert set(results["dev_entity_per_type"]) <= {"CODE", "DEBUG"}
-  assert (results["train_examples"], results["dev_examples"]) == (32, 12)  # -DOCSTART- skipped
-
-
-@pytest.mark.e2e
-@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_answer_v2_with_windows(files, model_dir, tmp_path, logged):
   config = config_for("answer", files, model_dir, tmp_path / "out")
   results = finetune(config)
@@ -152,28 +121,49 @@ def test_answer_defaults_are_run_squads():
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_tagging_from_a_hugging_face_directory(files, model_dir, tmp_path, logged):
+  """Tagging (CoNLL, two entity types, -DOCSTART-) fine-tuned from a Hugging Face directory:
+  the kind's output_dir, dev figures and verified export, the encoder's config from the
+  directory. (--skip_verify, which leaves the export unchecked: test_glue.py's runs.)"""
   loaded = trained.load_trained(model_dir)
   hf_dir = export_huggingface(loaded.model, loaded.config, loaded.vocabulary,
                               str(tmp_path / "hf"), lower_case=True)
-  config = config_for("tag", files, hf_dir, tmp_path / "out", epochs=1, skip_verify=True)
+  config = config_for("tag", files, hf_dir, tmp_path / "out")
   results = finetune(config)
-  assert results["best_epoch"] == 1 and 0 < results["dev_token_accuracy"] <= 1
-  assert verification_lines(logged) == []  # --skip_verify
+  task_json = check_output_dir(config, results, "tag")
+  (line,) = verification_lines(logged)
+  verified(line, "tag")
+  assert task_json["labels"] == ["B-CODE", "B-DEBUG", "I-CODE", "I-DEBUG", "O"]
+  assert task_json["pair"] is False
+  for name in ("f1", "precision", "recall"):
+    assert 0 <= results[f"dev_entity_{name}"] <= 1
+  assert 0 < results["dev_token_accuracy"] <= 1
+  assert set(results["dev_entity_per_type"]) <= {"CODE", "DEBUG"}
+  assert (results["train_examples"], results["dev_examples"]) == (32, 12)  # -DOCSTART- skipped
   assert read_json(config.output_dir, "bert_config.json")["hidden_size"] == 32
 
 
 @pytest.mark.e2e
+@pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_regression_from_an_original_bert_checkpoint(files, model_dir, tmp_path,
-                                                     write_tf1_checkpoint):
+                                                     write_tf1_checkpoint, logged):
+  """Regression (text pairs, a score) fine-tuned from an original BERT checkpoint, the encoder
+  source that needs the most conversion: the kind's output_dir, dev figures and verified
+  export, and the checkpoint's vocab.txt copied."""
   loaded = trained.load_trained(model_dir)
   published = tmp_path / "uncased_L-2_H-32_A-2"
   write_tf1_checkpoint(model_state(loaded.model, loaded.config), loaded.config, str(published))
   shutil.copy(os.path.join(model_dir, "vocab.txt"), published / "vocab.txt")
-  config = config_for("regress", files, str(published), tmp_path / "out", epochs=1,
-                      serving_export=False)
+  config = config_for("regress", files, str(published), tmp_path / "out")
   results = finetune(config)
-  assert results["best_epoch"] == 1 and -1 <= results["dev_pearson"] <= 1
+  task_json = check_output_dir(config, results, "regress")
+  (line,) = verification_lines(logged)
+  assert verified(line, "regress") == "score"
+  assert task_json["labels"] == [] and task_json["pair"] is True
+  assert -1 <= results["dev_pearson"] <= 1 and -1 <= results["dev_spearman"] <= 1
+  assert results["dev_mse"] >= 0
+  assert (results["train_examples"], results["dev_examples"]) == (48, 16)
   with open(published / "vocab.txt") as mine, open(os.path.join(config.output_dir,
                                                                 "vocab.txt")) as copied:
     assert mine.read() == copied.read()

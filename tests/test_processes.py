@@ -40,3 +40,27 @@ def test_the_graph_optimiser_is_off_in_the_suite_and_on_for_a_user():
   assert tf.config.optimizer.get_experimental_options()["disable_meta_optimizer"]
   warm, as_user = (helpers.run(["-c", OPTIMISER_OFF], as_user=as_user) for as_user in (False, True))
   assert (warm.stdout.strip(), as_user.stdout.strip()) == ("True", "False"), (warm, as_user)
+
+
+# Ends as argv[1] says: at its last line ("end"), or by SystemExit with a status or a message;
+# before that, a thread still running and an exit handler registered, its last line unflushed.
+EXITS = r"""
+import atexit, sys, threading, time
+atexit.register(lambda: print("exit handler", flush=True))
+threading.Thread(target=lambda: (time.sleep(0.2), print(" thread joined", flush=True))).start()
+print("last line", end="")
+if sys.argv[1] != "end":
+  sys.exit(int(sys.argv[1]) if sys.argv[1].isdigit() else sys.argv[1])
+"""
+
+
+@pytest.mark.e2e
+def test_a_forked_command_ends_as_an_interpreter_ends_it():
+  """Its thread joined, its exit handler run, its output flushed, SystemExit's status (a
+  message: printed, then 1), as in a fresh interpreter: the warm Python skips the modules'
+  teardown alone (`warm_python.end`)."""
+  for argument, status, stderr in (("end", 0, ""), ("3", 3, ""), ("a message", 1, "a message\n")):
+    warm, fresh = (helpers.run(["-c", EXITS, argument], fresh=fresh) for fresh in (False, True))
+    for ended in (warm, fresh):
+      assert (ended.returncode, ended.stdout, ended.stderr) == (
+          status, "last line thread joined\nexit handler\n", stderr), (argument, ended)

@@ -26,7 +26,7 @@ from bert_tf.errors import UserError
 from bert_tf.export import trained
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
-from helpers import one_layer_config
+from helpers import Logged, one_layer_config
 
 BATCH = 8
 
@@ -69,32 +69,6 @@ def rerun(base: TrainConfig, tmp_path, caplog, **changes) -> tuple[str, str]:
   with caplog.at_level(logging.INFO, logger="bert_tf"):
     trainer.train(dataclasses.replace(base, model_dir=model_dir, **changes))
   return model_dir, caplog.text
-
-
-class Logged(logging.Handler):
-  """What caplog holds, for a module's fixture (caplog is a test's): every record that reaches
-  the root logger, bert_tf's from INFO on, while `with Logged() as logged:` runs."""
-
-  def __init__(self):
-    super().__init__(logging.NOTSET)
-    self.records = []
-
-  def emit(self, record):
-    self.records.append(record)
-
-  @property
-  def text(self) -> str:
-    return "\n".join(record.getMessage() for record in self.records)
-
-  def __enter__(self):
-    self.level_before = logging.getLogger("bert_tf").level
-    logging.getLogger("bert_tf").setLevel(logging.INFO)
-    logging.getLogger().addHandler(self)
-    return self
-
-  def __exit__(self, *exception):
-    logging.getLogger().removeHandler(self)
-    logging.getLogger("bert_tf").setLevel(self.level_before)
 
 
 def shared_rerun(base: TrainConfig, directory, **changes) -> tuple[str, Logged]:

@@ -21,7 +21,7 @@ from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.training import grown_vocabulary
 from bert_tf.training.train_settings import TrainConfig
-from helpers import docstring_corpus, run
+from helpers import Logged, docstring_corpus, run
 
 UNUSED = 20  # [unusedK] slots of the published vocabulary
 ADDED = 30  # words added: 20 into the slots, 10 appended
@@ -105,17 +105,33 @@ def check_grown_state(state: dict, before: dict, base: Vocabulary, grown: Vocabu
       np.testing.assert_allclose(state[name], before[name], atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("kind", ["hf", "tf1"])
-def test_a_published_checkpoint_grows_into_its_unused_slots_then_appended(
-    published, domain, tmp_path, kind, caplog):
-  sources, base, config, state = published
-  caplog.set_level("INFO", logger="bert_tf")
-  grown = grow(base, domain, tmp_path)
-  assert grown.path == str(tmp_path / "vocab.txt") and len(grown) == len(base) + ADDED - UNUSED
+@pytest.fixture(scope="module")
+def grown_published(published, domain, tmp_path_factory):
+  """The published vocabulary grown by the domain corpus, once for the tests that read it:
+  (the grown vocabulary, the directory it was written to, what the growth logged)."""
+  _, base, _, _ = published
+  directory = tmp_path_factory.mktemp("grown")
+  with Logged() as logged:
+    grown = grow(base, domain, directory)
+  return grown, directory, logged.text
+
+
+def test_a_published_vocabulary_grows_into_its_unused_slots_then_appended(published,
+                                                                         grown_published):
+  _, base, _, _ = published
+  grown, directory, logged = grown_published
+  assert grown.path == str(directory / "vocab.txt") and len(grown) == len(base) + ADDED - UNUSED
   assert not any(t.startswith("[unused") for t in grown.tokens)
   assert (f"Vocabulary grown by {ADDED} words: {UNUSED} into [unusedK] slots, "
-          f"{ADDED - UNUSED} appended ({len(base)} -> {len(grown)} tokens") in caplog.text
-  assert "WordPieces per word" in caplog.text and "Most frequent words cut by before" in caplog.text
+          f"{ADDED - UNUSED} appended ({len(base)} -> {len(grown)} tokens") in logged
+  assert "WordPieces per word" in logged and "Most frequent words cut by before" in logged
+
+
+@pytest.mark.parametrize("kind", ["hf", "tf1"])
+def test_a_published_checkpoint_grows_its_weights_with_its_vocabulary(published,
+                                                                      grown_published, kind):
+  sources, base, config, state = published
+  grown, _, _ = grown_published
   grown_config = config.replace(vocab_size=len(grown))
   model = pretraining_model(grown_config)
   grown_embeddings.load_grown(open_source(sources[kind]), model, grown_config, base, grown, True)
@@ -143,32 +159,33 @@ def test_no_words_added_changes_nothing(published, domain, tmp_path):
   assert not os.path.exists(tmp_path / "vocab.txt")
 
 
-def test_the_grown_words_are_whole_words_to_every_tokenizer(published, domain, tmp_path):
+def test_the_grown_words_are_whole_words_to_every_tokenizer(published, grown_published, domain,
+                                                           tmp_path):
   """transformers' BertTokenizer over the grown vocab.txt gives our ids on the corpus: each
   grown word whole, the rest as before."""
   import transformers
   _, base, config, _ = published
-  grown = grow(base, domain, tmp_path)
+  grown, _, _ = grown_published
   model = pretraining_model(config.replace(vocab_size=len(grown)))
   export_huggingface(model, config.replace(vocab_size=len(grown)), grown,
                      str(tmp_path / "hf"), lower_case=True)
   theirs = transformers.BertTokenizer.from_pretrained(str(tmp_path / "hf"))
   sentences = [s for s in open(domain, encoding="utf-8").read().splitlines() if s][:400]
-  ours = grown.tokenizer(True).tokenize(tf.constant(sentences)).to_list()
+  tokenizer = grown.tokenizer(True)
+  ours = tokenizer.tokenize(tf.constant(sentences)).to_list()
   assert [theirs(s, add_special_tokens=False)["input_ids"] for s in sentences] == ours
   added = set(new_tokens(base, grown))
   assert len(added & {i for row in ours for i in row}) > ADDED // 2
   # The exports' verification tokenizes every whole word of the vocabulary the same way: it
   # would catch a vocab.txt whose grown words moved.
   words = verification.word_texts(grown)
-  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) == [
-      verification.text_ids(grown.tokenizer(True), text) for text in words]
+  expected = [verification.text_ids(tokenizer, text) for text in words]
+  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) == expected
   first, last = len(base), len(grown) - 1  # two appended words swapped
   lines = open(tmp_path / "hf" / "vocab.txt", encoding="utf-8").read().splitlines()
   lines[first], lines[last] = lines[last], lines[first]
   (tmp_path / "hf" / "vocab.txt").write_text("".join(line + "\n" for line in lines))
-  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) != [
-      verification.text_ids(grown.tokenizer(True), text) for text in words]
+  assert verification.huggingface_text_ids(str(tmp_path / "hf"), words, True) != expected
 
 
 def test_settings_that_cannot_grow_are_one_line():
