@@ -29,7 +29,8 @@ class ClusterConfig:
                               change=NOTED)
   cluster_timeout: float = setting(
       600.0, "Seconds each worker waits for every other one to join the cluster (then names "
-      "those that never did), and for a silent worker mid-run before stopping.", change=NOTED)
+      "those that never did); a worker silent mid-run is found by TensorFlow's heartbeats, "
+      "about 10 s.", change=NOTED)
   cluster_workers: int = setting(0, "--cluster=kubernetes: the Indexed Job's completions "
                                  "(its number of workers).", change=NOTED)
   cluster_service: str = setting("", "--cluster=kubernetes: the headless Service that names "
