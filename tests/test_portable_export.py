@@ -286,6 +286,23 @@ def test_a_converter_that_fails_is_one_line(finetunes, tmp_path, monkeypatch):
   assert not os.path.exists(tmp_path / "out")
 
 
+def test_onnx_is_converted_with_only_tf2onnxs_merging_optimizer(finetunes, tmp_path,
+                                                                 monkeypatch):
+  """tf2onnx's other graph optimizers copy the graph, weights and all, on each pass: BERT-base's
+  shape went past 17 GB while converting. ONNX Runtime optimizes the graph as it loads it."""
+  import tf2onnx
+  portable = portable_finetuned(load_finetuned(finetunes["regress"]))
+  asked = {}
+
+  def converter(model, **settings):
+    asked.update(settings)
+    raise RuntimeError("stopped here")
+  monkeypatch.setattr(tf2onnx.convert, "from_keras", converter)
+  with pytest.raises(UserError, match="stopped here"):
+    export_portable(portable, "onnx", {"none": str(tmp_path / "out")})
+  assert list(asked["optimizers"]) == ["merge_duplication"]
+
+
 @pytest.mark.e2e
 def test_the_command_refuses_in_one_line(tmp_path, model_dir):
   for flags, message in [

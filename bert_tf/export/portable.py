@@ -8,8 +8,9 @@ The model takes `input_ids`, `token_type_ids` and `attention_mask`, int32 `[batc
 fine-tuned model its head's outputs as its kind declares them (`TaskKind.portable_outputs`,
 passed in by the fine-tuning layer). Both formats start from the same Keras function on ids:
 LiteRT through TensorFlow's converter on its SavedModel (Keras's `ExportArchive`, which holds
-the weights as the converter freezes them), ONNX through tf2onnx on the function, its exact
-GELU's `Erfc` written as `1 - Erf` (ONNX has no Erfc).
+the weights as the converter freezes them), ONNX through tf2onnx on the function wrapped as a
+Keras model, its exact GELU's `Erfc` written as `1 - Erf` (ONNX has no Erfc), with only the
+one of its graph optimizers that saves size (the others cost memory, not speed).
 """
 
 import dataclasses
@@ -147,11 +148,19 @@ def _onnx(portable: PortableModel, quantizations: list[str], scratch: str) -> di
   """{quantize: model.onnx's bytes}, each quantized from one float32 conversion."""
   import onnx
   import tf2onnx
+  from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
 
-  function = tf.function(portable.outputs, autograph=False)
-  proto, _ = tf2onnx.convert.from_function(
-      function, input_signature=portable.input_signature(), opset=ONNX_OPSET,
-      custom_op_handlers={"Erfc": (_erfc_as_one_minus_erf, [])})
+  # Of tf2onnx's graph optimizers, only the one that merges duplicated constants (without it
+  # the file is up to a fifth larger). tf2onnx deep-copies its graph, weights and all, before
+  # each optimizer on each pass, and the copies (reference cycles) wait for Python's cyclic
+  # collector: with all twelve the conversion grew by about 90x the weights' bytes (bert_small:
+  # 5.2 GB, BERT-base's shape killed past 17 GB), with this one alone by what it takes with
+  # none (bert_small: 1.2 GB). ONNX Runtime makes its own graph optimizations as it loads the
+  # model: as fast either way (docs/serving.md#litert-and-onnx).
+  proto, _ = tf2onnx.convert.from_keras(
+      _OnIds(portable), input_signature=portable.input_signature(), opset=ONNX_OPSET,
+      custom_op_handlers={"Erfc": (_erfc_as_one_minus_erf, [])},
+      optimizers={"merge_duplication": MergeDuplicatedNodesOptimizer})
   models = {"none": proto.SerializeToString()}
   if "fp16" in quantizations:
     from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -168,6 +177,22 @@ def _onnx(portable: PortableModel, quantizations: list[str], scratch: str) -> di
     with open(int8_path, "rb") as f:
       models["int8"] = f.read()
   return models
+
+
+class _OnIds(keras.Model):
+  """The portable model as a Keras model on the three ids inputs, what tf2onnx's `from_keras`
+  converts (its route that lets us choose its optimizers; `from_function` has none). tf2onnx
+  1.17 traces it with TensorFlow's own `trace_model_call`: it calls the model on the list of
+  inputs and names the flattened outputs `output_names` (a dict flattens in its keys' order)."""
+
+  def __init__(self, portable: PortableModel):
+    super().__init__(name=portable.kind)
+    self.portable = portable
+    self.output_names = sorted(portable.shapes)
+
+  def call(self, ids):
+    """`ids`: [input_ids, token_type_ids, attention_mask], as tf2onnx passes them."""
+    return self.portable.outputs(*ids)
 
 
 def _erfc_as_one_minus_erf(graph, node, name, args) -> None:
