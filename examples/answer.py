@@ -9,7 +9,11 @@ v2.0 answers "" when the no-answer score beats the best span's by more than
 
   python examples/answer.py EXPORT_DIR "the question" "the context"
 
-prints a JSON object: answer, start, end (characters of the context), score, has_answer."""
+prints a JSON object: answer, start, end (characters of the context), score, has_answer.
+
+It runs with the runtimes alone (no TensorFlow, no bert_tf), so its windows and span choice are
+written again here after bert_tf/finetune/squad.py's (`window_starts`, the n-best pairing);
+tests/test_portable_export.py checks that both give the same answers."""
 
 import json
 import sys
