@@ -50,10 +50,10 @@ def documented(prefix: str) -> list[str]:
   raise AssertionError(f"docs/cluster.md shows no `{prefix} ...` command")
 
 
-def submit(tmp_path, args, nodes=1, tasks=2, **variables):
+def submit(tmp_path, args, cwd=ROOT, **variables):
   """`sbatch deploy/slurm.sbatch ARGS` as Slurm runs the job once allocated: the script under
-  bash in the submitting directory (the repository's root), with the variables of a job of
-  `tasks` tasks on 127.0.0.1 and the submitting environment: this test process's as it
+  bash in the submitting directory (`cwd`: the repository's root), with the variables of a job
+  of two tasks on 127.0.0.1 and the submitting environment: this test process's as it
   started, TensorFlow's logging as a user has it, no venv, conda or BERT_TF_PYTHON but those
   `variables` give; `srun` is tests/srun.py. The completed process."""
   bin_dir = tmp_path / "slurm-bin"
@@ -67,11 +67,12 @@ def submit(tmp_path, args, nodes=1, tasks=2, **variables):
                      "TF_CPP_MIN_LOG_LEVEL")}
   job = dict(SLURM_JOB_ID="4242", SLURM_JOBID="4242", SLURM_JOB_NAME="bert-pretraining",
              SLURM_JOB_NODELIST="127.0.0.1", SLURM_NODELIST="127.0.0.1",
-             SLURM_JOB_NUM_NODES=str(nodes), SLURM_NNODES=str(nodes), SLURM_NTASKS=str(tasks),
-             SLURM_NPROCS=str(tasks), SLURM_TASKS_PER_NODE=str(tasks), SLURM_SUBMIT_DIR=ROOT)
+             SLURM_JOB_NUM_NODES="1", SLURM_NNODES="1", SLURM_NTASKS="2", SLURM_NPROCS="2",
+             SLURM_TASKS_PER_NODE="2", SLURM_SUBMIT_DIR=cwd)
   path = f"{bin_dir}{os.pathsep}{variables.pop('PATH', environment['PATH'])}"
-  return subprocess.run(["bash", SBATCH, *args], cwd=ROOT, capture_output=True, text=True,
-                        timeout=600, env={**environment, **job, "PATH": path, **variables})
+  return subprocess.run(["bash", os.path.join(ROOT, SBATCH), *args], cwd=cwd,
+                        capture_output=True, text=True, timeout=600,
+                        env={**environment, **job, "PATH": path, **variables})
 
 
 def fake_python(path, answers=True):
@@ -101,6 +102,9 @@ def test_a_slurm_job_without_a_usable_flagfile_stops_in_one_line(tmp_path):
                            text=True, env={"PATH": os.environ["PATH"]})
   assert (outside.returncode, outside.stderr) == (
       2, f"error: not in a Slurm job: submit it, sbatch deploy/slurm.sbatch {flagfile}\n")
+  result = submit(tmp_path, [str(flagfile)], cwd=str(tmp_path), **python)
+  assert (result.returncode, result.stdout, result.stderr) == (
+      2, "", f"error: no train.py in {tmp_path}: submit from the repository's root\n")
   result = submit(tmp_path, [str(flagfile)],
                   BERT_TF_PYTHON=fake_python(tmp_path / "bare" / "python", answers=False))
   assert (result.returncode, result.stdout) == (2, "")
