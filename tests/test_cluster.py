@@ -3,7 +3,6 @@ variables and a Kubernetes pod's (the shipped manifest checked against the flags
 a wrong description rejected in one line, a cluster that does not form named by its missing
 workers, and TensorFlow's errors for a lost worker said as such."""
 
-import os
 import socket
 import threading
 
@@ -16,9 +15,7 @@ from bert_tf.runtime import cluster
 from bert_tf.runtime.checkpointing import TrainingStopped
 from bert_tf.runtime.runtime_settings import ClusterConfig
 from bert_tf.training.train_settings import TrainConfig
-from helpers import ROOT, free_ports, slurm_step, tf_config
-
-SBATCH = os.path.join(ROOT, "deploy", "slurm.sbatch")
+from helpers import free_ports, slurm_step, tf_config
 
 
 def spec(resolver):
@@ -60,7 +57,7 @@ def test_a_pod_of_the_shipped_indexed_job_describes_the_cluster_from_its_variabl
   (container,) = pod["containers"]
   flags = dict(arg.removeprefix("--").split("=", 1) for arg in container["args"]
                if arg.startswith("--") and "=" in arg)
-  assert flags["strategy"] == "multi_worker" and flags["cluster"] == "kubernetes"
+  assert flags["cluster"] == "kubernetes"  # multi_worker, implied (test_launchers.py)
   assert int(flags["cluster_workers"]) == job["spec"]["completions"] == job["spec"]["parallelism"]
   assert flags["cluster_service"] == service["metadata"]["name"]
   assert [port["containerPort"] for port in container["ports"]] == [int(flags["cluster_port"])]
@@ -76,13 +73,6 @@ def test_a_pod_of_the_shipped_indexed_job_describes_the_cluster_from_its_variabl
   monkeypatch.delenv("JOB_COMPLETION_INDEX")
   with pytest.raises(UserError, match="without JOB_COMPLETION_INDEX"):
     cluster.describe(config)
-
-
-def test_the_slurm_script_launches_train_py_with_srun_and_the_slurm_cluster():
-  script = open(SBATCH).read()
-  assert script.startswith("#!/bin/bash\n#SBATCH ")
-  assert "srun python train.py" in script and "--cluster=slurm" in script
-  assert "--strategy=multi_worker" in script
 
 
 def resolver(addresses, index):

@@ -10,7 +10,7 @@ from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
 from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.finetune.sweep_settings import SweepConfig
-from bert_tf.runtime.runtime_settings import ClusterConfig, ExecutionConfig
+from bert_tf.runtime.runtime_settings import ExecutionConfig
 from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
 from bert_tf.task_kinds import DEFAULT_SEQ_LENGTH, NAMES, SEQ_LENGTHS
 
@@ -74,13 +74,14 @@ class FinetuneConfig(ServingExportConfig, ColumnsConfig, ExecutionConfig, DataDi
       "has an unanswerable question.", change=NOTED)
 
   def __post_init__(self):
+    super().__post_init__()  # the strategy --cluster implies
     if self.seq_length is None:  # the kind's default: a frozen field set once, here
       object.__setattr__(self, "seq_length", SEQ_LENGTHS.get(self.task, DEFAULT_SEQ_LENGTH))
 
   def check(self) -> None:
     """Rejects settings that could only fail, before any file is read."""
     check_choices(self)
-    ClusterConfig.check(self)
+    ExecutionConfig.check(self)
     if not self.model_dir or not self.output_dir:
       raise UserError("--model_dir and --output_dir are needed")
     if min(self.epochs, self.batch_size, self.checkpoint_every) <= 0 or self.learning_rate <= 0:

@@ -2,19 +2,19 @@
 long to wait for them, and what to say when one is missing or lost.
 
 - Who (`describe`): `--cluster=tf_config` reads `TF_CONFIG` (none: one process, no cluster);
-  `slurm` reads Slurm's environment through TensorFlow's `SlurmClusterResolver` (`srun python
-  train.py ...` is the whole launch); `kubernetes` builds the workers of an Indexed Job behind a
-  headless Service, `JOB-INDEX.SERVICE:PORT`, from the pod's `JOB_COMPLETION_INDEX` and
-  hostname. A description that cannot be right (an index out of range, two workers at one
-  address, a name that does not resolve, this worker's port taken) is a `UserError` before
-  anything starts.
+  `slurm` reads Slurm's environment through TensorFlow's `SlurmClusterResolver` (`srun
+  PYTHON train.py ...`, from deploy/slurm.sbatch, is the whole launch); `kubernetes` builds
+  the workers of an Indexed Job behind a headless Service, `JOB-INDEX.SERVICE:PORT`, from the
+  pod's `JOB_COMPLETION_INDEX` and hostname. A description that cannot be right (an index out
+  of range, two workers at one address, a name that does not resolve, this worker's port
+  taken) is a `UserError` before anything starts.
 - Waiting (`form`): TensorFlow waits for a missing worker in silence, holding the interpreter,
   so each worker first listens on its own port and connects to every other one's until all
   answer or `--cluster_timeout` passes; then it stops naming those that never joined, before
   the model_dir is touched. A worker that answered but goes away or hangs before TensorFlow's
   own servers meet (`registered`) is waited for the same timeout again, not TensorFlow's hour.
 - Lost (`lost_worker`): TensorFlow's coordination service notices a dead worker (its
-  connection reset) or a silent one (its heartbeats missed, about 10 s) and aborts the
+  connection reset) or a silent one (its heartbeats missed: TensorFlow's 10 s) and aborts the
   collective ops of the others: that error is said as a lost worker, not a failed input.
 - Leaving (`exiting_at_once`): once a cluster formed, the process ends as soon as the command
   has flushed its output, without the seconds TensorFlow's teardown waits for the others.

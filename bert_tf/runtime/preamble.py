@@ -19,7 +19,9 @@ from bert_tf.runtime.runtime_settings import ClusterConfig, ExecutionConfig
 
 def create(config: ExecutionConfig) -> tf.distribute.Strategy:
   """The strategy `--strategy` names (of the cluster `--cluster` describes, once it formed);
-  call it before any other TensorFlow op."""
+  call it before any other TensorFlow op. A strategy that contradicts `--cluster` is refused
+  first, before anything is written."""
+  ExecutionConfig.check(config)
   cluster_config = ClusterConfig(**{field.name: getattr(config, field.name)
                                     for field in dataclasses.fields(ClusterConfig)})
   return strategy_lib.create_strategy(config.strategy, config.tpu, cluster_config)

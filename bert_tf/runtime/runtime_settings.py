@@ -11,6 +11,9 @@ from bert_tf.settings import NOTED, STREAM, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 CLUSTERS = ("tf_config", "slurm", "kubernetes")
+# The clusters whose launcher starts a process per worker (`srun`, an Indexed Job's pods): each
+# one trains only as a worker of the cluster, never alone.
+LAUNCHED = ("slurm", "kubernetes")
 PRECISIONS = ("none", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "lamb")
 
@@ -22,15 +25,16 @@ class ClusterConfig:
 
   cluster: str = setting(
       "tf_config", "Where --strategy=multi_worker finds its workers: TF_CONFIG, Slurm's "
-      "environment (`srun python train.py ...`), or a Kubernetes Indexed Job's (with "
-      "--cluster_workers and --cluster_service).", choices=CLUSTERS, change=NOTED)
+      "environment (`sbatch deploy/slurm.sbatch MY.flags`), or a Kubernetes Indexed Job's "
+      "(with --cluster_workers and --cluster_service); slurm and kubernetes imply "
+      "--strategy=multi_worker.", choices=CLUSTERS, change=NOTED)
   cluster_port: int = setting(8476, "The workers' port under --cluster=slurm (the next ones "
                               "for more tasks per node) and --cluster=kubernetes.",
                               change=NOTED)
   cluster_timeout: float = setting(
       600.0, "Seconds each worker waits for every other one to join the cluster (then names "
-      "those that never did); a worker silent mid-run is found by TensorFlow's heartbeats, "
-      "about 10 s.", change=NOTED)
+      "those that never did); a worker lost mid-run stops the others within 10 s "
+      "(docs/cluster.md#when-a-worker-is-lost).", change=NOTED)
   cluster_workers: int = setting(0, "--cluster=kubernetes: the Indexed Job's completions "
                                  "(its number of workers).", change=NOTED)
   cluster_service: str = setting("", "--cluster=kubernetes: the headless Service that names "
@@ -47,13 +51,29 @@ class ExecutionConfig(ClusterConfig):
   """Where and how the steps run: seed, distribution, precision, compilation."""
 
   seed: int = setting(0, "Seed of the data stream and the initial weights.", change=STREAM)
-  strategy: str = setting("default", "tf.distribute strategy.", choices=STRATEGIES, change=NOTED)
+  strategy: str = setting(
+      "", "tf.distribute strategy. Empty: multi_worker under --cluster=slurm or kubernetes, "
+      "default otherwise.", choices=("", *STRATEGIES), change=NOTED)
   tpu: str = setting("", "TPU name or address for --strategy=tpu.", change=NOTED)
   mixed_precision: str = setting(
       "none", "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, logits and "
       "losses stay float32.", choices=PRECISIONS, change=NOTED)
   jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
                               "under any tf.distribute strategy unless asked).", change=NOTED)
+
+  def __post_init__(self):
+    if not self.strategy:  # not given: what --cluster implies (a frozen field set once, here)
+      object.__setattr__(self, "strategy",
+                         "multi_worker" if self.cluster in LAUNCHED else "default")
+
+  def check(self) -> None:
+    """The cluster's own checks, and a strategy that contradicts `--cluster`: under a launcher
+    that starts a process per worker, any other strategy would train each of them alone."""
+    ClusterConfig.check(self)
+    if self.cluster in LAUNCHED and self.strategy != "multi_worker":
+      raise UserError(f"--cluster={self.cluster} trains its workers together "
+                      f"(--strategy=multi_worker); --strategy={self.strategy} would train each "
+                      "alone: drop --strategy")
 
 
 @dataclasses.dataclass(frozen=True)

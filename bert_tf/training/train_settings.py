@@ -20,7 +20,7 @@ from bert_tf.data.data_settings import (
 from bert_tf.errors import UserError
 from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.model.model_settings import ModelConfig
-from bert_tf.runtime.runtime_settings import ClusterConfig, ExecutionConfig, OptimizerConfig
+from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
 from bert_tf.settings import NOTED, STREAM, setting
 from bert_tf.task_kinds import NAMES
 
@@ -111,7 +111,7 @@ class TrainConfig(ServingExportConfig, ProbeConfig, OptimizerConfig, ExecutionCo
     group's own fields (its `check`), this class's, then every check across settings of
     different groups, all of them here."""
     for group in (PipelineConfig, MixtureConfig, RecordsConfig, ModelConfig, OptimizerConfig,
-                  ProbeConfig, ClusterConfig):
+                  ProbeConfig, ExecutionConfig):
       group.check(self)
     if min(self.checkpoint_every, self.keep_checkpoints, self.log_every, self.eval_steps) <= 0:
       raise UserError("checkpoint_every, keep_checkpoints, log_every and eval_steps must be "
