@@ -57,7 +57,6 @@ def verified(line, kind, export_format, quantize):
   match = VERIFIED.search(line)
   assert match and match.groups()[:3] == (kind, export_format, quantize), line
   assert float(match[6]) <= float(match[8])
-  print(line)
   return float(match[6])
 
 
