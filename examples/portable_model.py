@@ -68,7 +68,14 @@ class PortableModel:
     self.tokenizer.no_truncation()
     self.cls_id, self.sep_id, self.pad_id = (
         self.tokenizer.token_to_id(token) for token in ("[CLS]", "[SEP]", "[PAD]"))
-    self.length, self.run = _runtime(export_format, model_file)
+    self.length, self._run = _runtime(export_format, model_file)
+
+  def run(self, inputs: dict) -> dict:
+    """The model's outputs on `inputs`; a runtime's failure is one line."""
+    try:
+      return self._run(inputs)
+    except Exception as error:  # noqa: BLE001  the runtime's own errors, said in one line
+      raise ExampleError(f"running the model failed: {_first_line(error)}") from None
 
   def inputs(self, rows: list[tuple[list[int], list[int]]]) -> dict:
     """The model's inputs of rows of (token ids, token type ids), each padded to the model's
@@ -117,7 +124,10 @@ def _runtime(export_format: str, model_file: str) -> tuple:
         from None
   try:
     if export_format == "onnx":
-      session = onnxruntime.InferenceSession(model_file, providers=["CPUExecutionProvider"])
+      options = onnxruntime.SessionOptions()
+      options.log_severity_level = 4  # its failures are said in our one line, not its log's
+      session = onnxruntime.InferenceSession(model_file, options,
+                                             providers=["CPUExecutionProvider"])
       names = [output.name for output in session.get_outputs()]
       shape = {given.name: given.shape for given in session.get_inputs()}["input_ids"]
       return (shape[-1] if isinstance(shape[-1], int) else None,
@@ -126,8 +136,12 @@ def _runtime(export_format: str, model_file: str) -> tuple:
     shape = runner.get_input_details()["input_ids"]["shape_signature"]
     return (None if shape[-1] < 0 else int(shape[-1]), lambda inputs: runner(**inputs))
   except Exception as error:  # noqa: BLE001  the runtime's own errors, said in one line
-    message = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    raise ExampleError(f"{model_file} cannot be loaded by {package}: {message}") from None
+    raise ExampleError(f"{model_file} cannot be loaded by {package}: {_first_line(error)}") \
+        from None
+
+
+def _first_line(error: Exception) -> str:
+  return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def parts(text: str, given: int, least: int, most: int | None, form: str) -> list[str]:
