@@ -26,7 +26,8 @@ RUNTIMES = {"onnx": "onnxruntime", "litert": "ai-edge-litert"}
 
 
 class ExampleError(Exception):
-  """A mistake in the command's arguments, said as one `error:` line."""
+  """What stops an example, said as one `error:` line: a mistake in its arguments, an export
+  that does not load or run."""
 
 
 class PortableModel:
@@ -63,7 +64,7 @@ class PortableModel:
     try:
       self.tokenizer = Tokenizer.from_file(tokenizer_file)
     except Exception as error:  # noqa: BLE001  the library's own errors, said in one line
-      raise ExampleError(f"{tokenizer_file} cannot be read: {error}") from None
+      raise ExampleError(f"{tokenizer_file} cannot be read: {_first_line(error)}") from None
     self.tokenizer.no_padding()
     self.tokenizer.no_truncation()
     self.cls_id, self.sep_id, self.pad_id = (
