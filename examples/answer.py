@@ -7,19 +7,20 @@ chosen and cut from the context by its tokens' character offsets. A model fine-t
 v2.0 answers "" when the no-answer score beats the best span's by more than
 `null_score_diff_threshold`.
 
-  python examples/answer.py EXPORT_DIR "the question" "the context"
+  python examples/answer.py EXPORT_DIR "the question ||| the context" ...
 
-prints a JSON object: answer, start, end (characters of the context), score, has_answer.
+prints a JSON object per input, the signature's outputs for it: `answer` (`context[start:end]`),
+`start`, `end` (characters of the context, Python string indices, the spaces around `|||` not
+part of it), `score` (the span's start + end logit, or the no-answer score) and `has_answer`.
 
 It runs with the runtimes alone (no TensorFlow, no bert_tf), so its windows and span choice are
 written again here after bert_tf/finetune/squad.py's (`window_starts`, the n-best pairing);
 tests/test_portable_export.py checks that both give the same answers."""
 
-import json
-import sys
-
 import numpy as np
-from portable_model import PortableModel
+from portable_model import PortableModel, main, parts
+
+USAGE = 'python examples/answer.py EXPORT_DIR "QUESTION ||| CONTEXT" ...'
 
 
 def windows(num_tokens: int, room: int, doc_stride: int) -> list[tuple[int, int]]:
@@ -44,7 +45,13 @@ def most_context(spans: list[tuple[int, int]], num_tokens: int) -> np.ndarray:
   return chosen
 
 
+def answers(model: PortableModel, inputs: list[str]) -> list[dict]:
+  return [answer(model, *question_context) for question_context in [
+      parts(text, given, 2, 2, "'QUESTION ||| CONTEXT'") for given, text in enumerate(inputs, 1)]]
+
+
 def answer(model: PortableModel, question: str, context: str) -> dict:
+  """The answer to one question from its context: its windows run as one batch."""
   settings = model.description
   question_ids = model.tokenizer.encode(question, add_special_tokens=False).ids[
       :settings["max_query_length"]]
@@ -77,5 +84,4 @@ def answer(model: PortableModel, question: str, context: str) -> dict:
 
 
 if __name__ == "__main__":
-  print(json.dumps(answer(PortableModel(sys.argv[1]), sys.argv[2], sys.argv[3]),
-                   ensure_ascii=False))
+  main("answer", USAGE, answers)

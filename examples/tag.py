@@ -5,16 +5,18 @@ tagged on its first WordPiece; a word whose first piece is past the sequence is 
 
   python examples/tag.py EXPORT_DIR "a text" "another text"
 
-prints, per text, a JSON list of [word, tag, start, end] (`text[start:end]` is the word)."""
-
-import json
-import sys
+prints a JSON object per text, the signature's outputs for it: `words`, `tags`, `starts`,
+`ends` (`text[starts[i]:ends[i]]` is `words[i]`, Python string indices) and `num_words`. Each
+argument is one text, as written (`|||` is no separator here). Runs with numpy, tokenizers and
+the export's runtime alone (examples/portable_model.py)."""
 
 import numpy as np
-from portable_model import PortableModel
+from portable_model import PortableModel, main
+
+USAGE = 'python examples/tag.py EXPORT_DIR "TEXT" ...'
 
 
-def tag(model: PortableModel, texts: list[str]) -> list[list[list]]:
+def tag(model: PortableModel, texts: list[str]) -> list[dict]:
   tags = model.description["labels"]
   encodings = [model.tokenizer.encode(text, add_special_tokens=False) for text in texts]
   room = model.seq_length - 2  # [CLS] pieces [SEP]
@@ -28,12 +30,15 @@ def tag(model: PortableModel, texts: list[str]) -> list[list[list]]:
       if word not in words:
         words[word] = [piece, start, end]
       words[word][2] = end
-    tagged.append([
-        [text[start:end], tags[int(np.argmax(logits[row, piece + 1]))] if piece < room else "O",
-         start, end] for piece, start, end in words.values()])
+    found = list(words.values())
+    tagged.append({
+        "words": [text[start:end] for _, start, end in found],
+        "tags": [tags[int(np.argmax(logits[row, piece + 1]))] if piece < room else "O"
+                 for piece, _, _ in found],
+        "starts": [start for _, start, _ in found], "ends": [end for _, _, end in found],
+        "num_words": len(found)})
   return tagged
 
 
 if __name__ == "__main__":
-  for words in tag(PortableModel(sys.argv[1]), sys.argv[2:]):
-    print(json.dumps(words, ensure_ascii=False))
+  main("tag", USAGE, tag)

@@ -1,9 +1,11 @@
 """A LiteRT or ONNX export checks itself as the other exports do (`verification.py`): a fresh
 process that imports only numpy, `tokenizers` and the formats' runtimes (ONNX Runtime,
 `ai_edge_litert`) tokenizes the examples with the export's tokenizer.json and runs the model
-on the pre-training tokenizer's ids of the same texts; its ids must equal ours, its outputs
-the Keras model's within the tolerance of its quantization. Several exports of one model
-(each format and quantization, say) are checked in one such process."""
+on the pre-training tokenizer's ids of the same texts (pairs, for a task of pairs; a context
+with three endings, for multiple choice); its ids must equal ours, its outputs and what its
+head decides the Keras model's within the tolerance of its quantization
+(`portable_comparison`). Several exports of one model (each format and quantization, say) are
+checked in one such process."""
 
 import json
 import os
@@ -18,21 +20,12 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.export_settings import FORMATS
 from bert_tf.export.portable import INPUTS, TOKENIZER_FILE, PortableModel
-from bert_tf.export.verification import EXAMPLES, pair_ids, text_ids, verify
+from bert_tf.export.portable_comparison import TOLERANCES, Examples, compare
+from bert_tf.export.verification import EXAMPLES, pair_ids, text_ids
 
 # Every text of EXAMPLES: accents, CJK, Hangul, numbers, one longer than any sequence.
 TEXTS = [text for pair in EXAMPLES for text in pair if text]
-
-# Largest output difference from the Keras model, by quantization (divided by the output's
-# largest magnitude when above 1, as `verification.verify` does): float32 differs by the order
-# of summation; float16 weights by their rounding (about 1e-3 of each); int8 weights by their
-# quantization, about 1% of a weight's range: wrong weights are off by the outputs' scale.
-TOLERANCES = {"none": 1e-4, "fp16": 2e-2, "int8": 2e-1}
-
-# Below this an expected output is a mark, not a figure: the heads' -10000 where an answer can
-# neither start nor end, or for an absent ending. A mark the export keeps counts as equal; the
-# other outputs are compared on their own scale, which the marks' would hide.
-MARK = -1000.0
+ENDINGS = 3  # a multiple-choice model's examples: each text a context with three endings
 
 # The fresh process: argv = the calls' JSON ({"texts": [...], "inputs": {name: [[id, ...], ...]},
 # "exports": [[format, model file, tokenizer.json], ...]}), the JSON to write: for each export
@@ -115,6 +108,52 @@ def reference_inputs(vocabulary: Vocabulary, texts: list[str], *, lower_case: bo
                "attention_mask": mask}
 
 
+def verification_pairs(portable: PortableModel, texts: list[str]) -> list[list[tuple]]:
+  """The examples the model is run on, each a list of (text_a, text_b) pairs ("" for none):
+  a pair each, EXAMPLES' pairs both ways round for a task of pairs (an answer's question and
+  context, say) and each of `texts` alone otherwise; for multiple choice each text a context
+  with the three texts after it as endings (the first context's third absent)."""
+  if len(portable.input_shape) == 3:
+    return [[(context, "" if (i, k) == (0, ENDINGS) else texts[(i + k) % len(texts)])
+             for k in range(1, ENDINGS + 1)] for i, context in enumerate(texts)]
+  if portable.task.get("pair"):
+    return [[pair] for pair in [*EXAMPLES, *((b, a) for a, b in EXAMPLES if b)]]
+  return [[(text, "")] for text in texts]
+
+
+def model_inputs(vocabulary: Vocabulary, examples: list[list[tuple]], *, lower_case: bool,
+                 seq_length: int, endings: bool) -> dict:
+  """The model's inputs of `verification_pairs`: each pair as the pre-training tokenizer's ids
+  cut as in training, padded to `seq_length` ([examples, seq_length], or [examples, endings,
+  seq_length] with `endings`); an absent ending all padding."""
+  tokenizer = vocabulary.tokenizer(lower_case)
+  shape = [len(examples), max(len(pairs) for pairs in examples), seq_length]
+  inputs = {name: np.zeros(shape, np.int32) for name in INPUTS}
+  inputs["input_ids"][:] = vocabulary.pad_id
+  for i, pairs in enumerate(examples):
+    for j, (a, b) in enumerate(pairs):
+      if a or b:
+        ids, types = pair_ids(vocabulary, text_ids(tokenizer, a),
+                              text_ids(tokenizer, b) if b else [], seq_length)
+        inputs["input_ids"][i, j, :len(ids)] = ids
+        inputs["token_type_ids"][i, j, :len(ids)] = types
+        inputs["attention_mask"][i, j, :len(ids)] = 1
+  return inputs if endings else {name: value[:, 0] for name, value in inputs.items()}
+
+
+def compared_examples(portable: PortableModel, vocabulary: Vocabulary, inputs: dict) -> Examples:
+  """What `portable_comparison` needs of the examples: the outputs with a value per token and
+  where a token counts (a real token; for a tagger, each word's first piece)."""
+  positions = inputs["attention_mask"].astype(bool)
+  if portable.kind == "tag":
+    first = ~np.array(vocabulary.continuation_flags())[inputs["input_ids"]]
+    special = np.isin(inputs["input_ids"], [vocabulary.cls_id, vocabulary.sep_id])
+    positions &= first & ~special
+  per_token = {name for name, shape in portable.shapes.items() if shape[1:2] == ["seq_length"]}
+  return Examples(portable.kind, per_token, positions, list(portable.task.get("labels", [])),
+                  portable.task.get("max_answer_length", 0))
+
+
 def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str],
                     texts: list[str] = ()) -> list[str]:
   """Checks each export of `portable`, {(format, quantize): directory}, on TEXTS and `texts` (a
@@ -122,14 +161,14 @@ def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str]
   one-line UserError for the first that fails."""
   texts = [*TEXTS, *texts]
   vocabulary = Vocabulary(portable.vocab_file)
-  ids, inputs = reference_inputs(vocabulary, texts, lower_case=portable.lower_case,
-                                 seq_length=portable.seq_length)
-  # Each text on its own along any axis between the batch and the sequence (one ending each).
-  inner = [1] * (len(portable.input_shape) - 2)
-  inputs = {name: value.reshape([len(texts), *inner, portable.seq_length])
-            for name, value in inputs.items()}
+  ids, _ = reference_inputs(vocabulary, texts, lower_case=portable.lower_case,
+                            seq_length=portable.seq_length)
+  inputs = model_inputs(vocabulary, verification_pairs(portable, texts),
+                        lower_case=portable.lower_case, seq_length=portable.seq_length,
+                        endings=len(portable.input_shape) == 3)
   expected = {name: np.asarray(value) for name, value in portable.outputs(
       *(inputs[name] for name in INPUTS)).items()}
+  examples = compared_examples(portable, vocabulary, inputs)
   said = portable_outputs([(export_format, directory) for (export_format, _), directory
                            in exports.items()], texts, inputs)
   lines = []
@@ -137,24 +176,13 @@ def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str]
     name = f"{portable.kind} {export_format} {quantize}"
     if "error" in got:
       raise UserError(f"{name} export failed verification: running it failed: {got['error']}")
-    if sorted(got["outputs"]) != sorted(expected):
-      raise UserError(f"{name} export failed verification: its outputs are "
-                      f"{', '.join(sorted(got['outputs']))}, the Keras model's "
-                      f"{', '.join(sorted(expected))}")
-    reference, loaded = {"token_ids": ids, **expected}, {"token_ids": got["ids"]}
-    for key, value in got["outputs"].items():
-      reference[key], loaded[key] = _marks_kept(expected[key], value)
-    lines.append(verify(name, lambda reference=reference: reference,
-                        lambda loaded=loaded: loaded, TOLERANCES[quantize]))
+    for index, (ours, theirs) in enumerate(zip(ids, got["ids"], strict=True)):
+      if list(ours) != list(theirs):
+        raise UserError(f"{name} export failed verification: its ids of example {index} are "
+                        f"{theirs[:12]}, the pre-training tokenizer's {ours[:12]}")
+    lines.append(f"verified: {name} ids equal, " + compare(
+        name, examples, expected, got["outputs"], TOLERANCES[quantize]))
   return lines
-
-
-def _marks_kept(expected: np.ndarray, got: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-  """`expected` and `got` with the marks (`MARK`) that both have set to 0."""
-  if expected.shape != got.shape:
-    return expected, got
-  both = (expected < MARK) & (got < MARK)
-  return np.where(both, 0, expected), np.where(both, 0, got)
 
 
 def runtime_runner(export_format: str, directory: str, threads: int = 0):
