@@ -138,7 +138,7 @@ def test_shell_commands_parse():
           if command[1] != "-m":
             assert os.path.exists(os.path.join(ROOT, command[1])), text
           if command[1].startswith("examples/"):
-            continue  # no flags to parse: test_portable_export runs them on real exports
+            continue  # no flags to parse: test_journeys runs README's, test_portable_export all
           programs.append(program_argv(block_commands, command))
         elif command[0] in ("bash", "sbatch"):  # a script of the repository, then its arguments
           assert os.path.exists(os.path.join(ROOT, command[1])), text
