@@ -26,7 +26,15 @@ What the harness changes in a documented command, and nothing else:
 - with `flags`, a small flagfile for size is written into the working directory and
   `--flagfile=journey.flags` is appended after the command's own flags: absl reads flags in
   order and the later value of a flag wins, so the flagfile's settings (a tiny model, few
-  steps) override the command's and leave the rest as documented.
+  steps) override the command's and leave the rest as documented;
+- another program (`sbatch deploy/slurm.sbatch ...`, `bash ...`) runs from the PATH of the
+  environment given: `run(argv, workdir, PATH=f"{stand_ins}:{os.environ['PATH']}")` puts a
+  stand-in `sbatch` or `srun` first.
+
+A sample output is compared by shape (`assert_prints`): each of its lines must match a line the
+command printed, in order within stdout and within stderr, its words and punctuation as they
+are and its values free: numbers, quoted texts, lists of `word score` pairs. A sample line
+`...` stands for lines left out.
 
 Use (tests/test_journeys.py is the example):
 
@@ -37,7 +45,9 @@ Use (tests/test_journeys.py is the example):
 
 `commands(doc, name)` gives every command of a block (for a block of several steps), and
 `shell_commands(block)` splits any block the same way (tests/test_readme.py parses every sh
-block of the docs with it).
+block of the docs with it). README.md marks its commands `quickstart`, `finetune`, `export`,
+`example` (tests/test_journeys.py runs them), `adapt` and `slurm` (for the journeys of adapting
+a published BERT and of a Slurm submission).
 """
 
 import os
