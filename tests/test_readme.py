@@ -7,12 +7,12 @@ import glob
 import json
 import os
 import re
-import shlex
 import sys
 
 import pytest
 
 from helpers import ROOT, run
+from journeys import code_blocks, flag_value, read, shell_commands
 
 PAGES = ["README.md", *sorted(os.path.relpath(path, ROOT)
                                for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
@@ -45,35 +45,10 @@ print(json.dumps(errors))
 """
 
 
-def read(page: str) -> str:
-  return open(os.path.join(ROOT, page), encoding="utf-8").read()
-
-
-def code_blocks(page: str, language: str) -> list[str]:
-  return re.findall(rf"^```{language}\n(.*?)^```", read(page), re.DOTALL | re.MULTILINE)
-
-
 def readme_example() -> str:
   match = re.search(r"<!-- keras-example -->\s*```python\n(.*?)```", read("README.md"), re.DOTALL)
   assert match, "README.md has no <!-- keras-example --> python block"
   return match.group(1)
-
-
-def shell_commands(block: str) -> list[list[str]]:
-  """The block's commands as argv lists: continuations joined, comments dropped, `&&` split."""
-  commands = []
-  for line in block.replace("\\\n", " ").splitlines():
-    words = shlex.split(line, comments=True)
-    while words:
-      end = words.index("&&") if "&&" in words else len(words)
-      commands.append(words[:end])
-      words = words[end + 1:]
-  return commands
-
-
-def flag_value(command: list[str], name: str) -> str | None:
-  values = [word.split("=", 1)[1] for word in command if word.startswith(f"--{name}=")]
-  return values[-1] if values else None
 
 
 def program_argv(block_commands: list[list[str]], command: list[str]) -> list[str]:
@@ -106,7 +81,7 @@ def test_keras_example_runs(tmp_path):
 
 def test_readme_is_short_and_links_every_docs_page():
   readme = read("README.md")
-  assert len(readme.splitlines()) <= 200
+  assert len(readme.splitlines()) <= 280  # the journeys' commands and what they print
   assert len(PAGES) >= 7  # README.md and the six docs/ pages
   for page in PAGES[1:]:
     assert f"]({page})" in readme or f"]({page}#" in readme, f"README.md does not link {page}"
@@ -163,9 +138,9 @@ def test_shell_commands_parse():
           if command[1] != "-m":
             assert os.path.exists(os.path.join(ROOT, command[1])), text
           if command[1].startswith("examples/"):
-            continue  # no flags to parse: test_portable_export runs them on real exports
+            continue  # no flags to parse: test_journeys runs README's, test_portable_export all
           programs.append(program_argv(block_commands, command))
-        elif command[0] == "bash":
+        elif command[0] in ("bash", "sbatch"):  # a script of the repository, then its arguments
           assert os.path.exists(os.path.join(ROOT, command[1])), text
         else:  # a program the dependencies install (tensorboard, saved_model_cli, ...)
           assert os.path.exists(os.path.join(os.path.dirname(sys.executable), command[0])), (

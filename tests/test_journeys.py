@@ -1,0 +1,157 @@
+"""A user's first day as the docs write it, run as printed (`journeys.py`) with a small flagfile
+appended for size: (a) README's quickstart, its fine-tune of the quickstart's encoder, its ONNX
+int8 export of that fine-tune and its example answering with the export without TensorFlow,
+one run feeding the next; (d) docs/finetuning.md's GLUE command on a GLUE directory in GLUE's
+layout. README's sample outputs are checked against what the commands print, line by line in
+their shape (numbers and quoted texts aside). The fast tier checks that every journey is still
+in its doc and that the harness reads and compares as it says."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import glue_files
+import journeys
+from journeys import JourneyMissing, assert_prints, completed, printed
+
+README = "README.md"
+# Each journey's command: (doc, marker, the words it starts with, whether the doc shows what
+# it prints).
+QUICKSTART = (README, "quickstart", "python train.py", True)
+FINETUNE = (README, "finetune", "python -m bert_tf.finetune", True)
+EXPORT = (README, "export", "python -m bert_tf.export", True)
+EXAMPLE = (README, "example", "python examples/classify.py", True)
+GLUE = ("docs/finetuning.md", "glue", "python -m bert_tf.finetune", False)
+# The quickstart's flags made small: its model (bert_tiny, no dropout, 40% masked) at sequence
+# 64 for 12 steps, the probe it runs at the end cut to 10 steps.
+SMALL_QUICKSTART = ["--seq_length=64", "--max_predictions_per_seq=26", "--global_batch_size=8",
+                    "--train_steps=12", "--warmup_steps=2", "--checkpoint_every=6",
+                    "--eval_every=12", "--probe_steps=10"]
+# The fine-tune at shorter sequences (the task's texts are sentences), its epochs as README's.
+SMALL_FINETUNE = ["--seq_length=64"]
+# GLUE's seeds in one epoch each, no self-check of each seed's SavedModel (the fine-tune above
+# checks its own, as every fine-tune does by default).
+SMALL_GLUE = ["--epochs=1", "--seq_length=32", "--skip_verify"]
+
+
+def command(journey):
+  doc, name, start, _ = journey
+  return journeys.command(doc, name, start)
+
+
+@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE],
+                         ids=lambda journey: journey[1])
+def test_each_journey_is_in_its_doc(journey):
+  doc, name, start, prints = journey
+  assert command(journey)[:len(start.split())] == start.split()
+  if prints:
+    assert printed(doc, name)
+
+
+def test_a_journey_gone_from_its_doc_fails_loudly(tmp_path):
+  doc = tmp_path / "doc.md"
+  doc.write_text("<!-- journey: kept -->\n```sh\npython train.py --x=1 \\\n    --y=2 && "
+                 "python -m bert_tf.vocab --z  # a comment\n```\n")
+  assert journeys.commands(str(doc), "kept") == [
+      ["python", "train.py", "--x=1", "--y=2"], ["python", "-m", "bert_tf.vocab", "--z"]]
+  with pytest.raises(JourneyMissing, match=r"doc.md has no fenced block after "
+                                           r"<!-- journey: renamed -->"):
+    journeys.commands(str(doc), "renamed")
+  with pytest.raises(JourneyMissing, match="has 0 commands starting `python -m bert_tf.export`"):
+    journeys.command(str(doc), "kept", "python -m bert_tf.export")
+
+
+def test_a_sample_line_matches_lines_of_its_shape_only():
+  sample = ["Trained 2000 steps at 79 examples/s (9,355 real tokens/s, 7% padding).", "...",
+            "  the 0.06, a 0.03, . 0.03", "  followed by 'Literals': P(IsNext) = 0.07"]
+  printed_lines = ["Trained 12 steps at 104 examples/s (6,549 real tokens/s, 1% padding).",
+                   "something else", '  " 0.00, , 0.01, the 0.00',
+                   "  followed by 'Another, longer text': P(IsNext) = 0.59"]
+  assert_prints(sample, subprocess.CompletedProcess([], 0, "\n".join(printed_lines), ""))
+  for changed in ("Trained 12 steps at 104 examples/s (6,549 tokens/s, 1% padding).",
+                  "  followed by 'Literals': P(NotNext) = 0.59"):
+    with pytest.raises(AssertionError, match="has no line of its shape"):
+      assert_prints(sample, subprocess.CompletedProcess(
+          [], 0, "\n".join(line if line[:9] != changed[:9] else changed
+                           for line in printed_lines), ""))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+  return journeys.checkout(tmp_path_factory.mktemp("first_day"))
+
+
+@pytest.fixture(scope="module")
+def quickstart(workdir):
+  """README's quickstart, started as a user starts it (a fresh interpreter, TensorFlow's
+  logging as theirs)."""
+  return completed(journeys.run(command(QUICKSTART), workdir, flags=SMALL_QUICKSTART,
+                                as_user=True))
+
+
+@pytest.fixture(scope="module")
+def finetuned(workdir, quickstart):
+  return completed(journeys.run(command(FINETUNE), workdir, flags=SMALL_FINETUNE))
+
+
+@pytest.fixture(scope="module")
+def exported(workdir, finetuned):
+  return completed(journeys.run(command(EXPORT), workdir))
+
+
+@pytest.mark.e2e
+def test_quickstart_prints_what_readme_shows(workdir, quickstart):
+  assert_prints(printed(README, "quickstart"), quickstart)
+  assert os.path.exists(os.path.join(workdir, "runs", "quickstart", "export", "saved_model.pb"))
+  assert os.path.exists(os.path.join(workdir, "data", "vocab.txt"))
+
+
+@pytest.mark.e2e
+def test_finetune_of_the_quickstart_prints_what_readme_shows(workdir, finetuned):
+  assert_prints(printed(README, "finetune"), finetuned)
+  metrics = json.load(open(os.path.join(workdir, "runs", "quickstart_task", "metrics.json")))
+  assert metrics["task"] == "classify" and 0 <= metrics["dev_accuracy"] <= 1
+
+
+@pytest.mark.e2e
+def test_onnx_export_of_the_finetune_prints_what_readme_shows(workdir, exported):
+  assert_prints(printed(README, "export"), exported)
+  output = os.path.join(workdir, "runs", "quickstart_onnx")
+  assert {"model.onnx", "tokenizer.json", "portable.json"} <= set(os.listdir(output))
+
+
+@pytest.mark.e2e
+def test_example_answers_with_the_export_without_tensorflow(workdir, exported):
+  """README's example command, in a fresh interpreter that reports every module it imports
+  (`PYTHONPROFILEIMPORTTIME`): one JSON line per text, and no TensorFlow."""
+  argv = command(EXAMPLE)
+  result = completed(journeys.run(argv, workdir, fresh=True, PYTHONPROFILEIMPORTTIME="1"))
+  answers = [json.loads(line) for line in result.stdout.splitlines()]
+  assert len(answers) == len(argv) - 3 >= 1  # python examples/classify.py EXPORT_DIR TEXT...
+  imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+              if line.startswith("import time:")]
+  assert "onnxruntime" in imported and "tokenizers" in imported
+  assert not [name for name in imported if name.split(".")[0] == "tensorflow"]
+  assert_prints(printed(README, "example"), result)
+
+
+@pytest.mark.e2e
+@pytest.mark.xdist_group("journey_glue")
+def test_glue_command_of_the_docs_runs_on_glues_layout(tmp_path, model_dir):
+  """docs/finetuning.md's GLUE command in a clone where `runs/mine` is a finished encoder (the
+  suite's `model_dir`, a BERT of width 32) and `glue_data` is GLUE's CoLA as distributed."""
+  workdir = journeys.checkout(tmp_path)
+  os.makedirs(os.path.join(workdir, "runs"))
+  os.symlink(model_dir, os.path.join(workdir, "runs", "mine"))
+  glue_files.write_cola(os.path.join(workdir, "glue_data"))
+  argv = command(GLUE)
+  completed(journeys.run(argv, workdir, flags=SMALL_GLUE))
+  output = os.path.join(workdir, journeys.flag_value(argv, "output_dir"))
+  sweep = json.load(open(os.path.join(output, "sweep.json")))
+  assert sweep["task"] == "cola" and sweep["scored_by"] == "dev_glue_score"
+  seeds = [int(seed) for seed in journeys.flag_value(argv, "seeds").split(",")]
+  assert [run["seed"] for run in sweep["runs"]] == seeds
+  predictions = open(os.path.join(output, "submission", "CoLA.tsv")).read().splitlines()
+  assert predictions[0] == "index\tprediction" and len(predictions) == 4
