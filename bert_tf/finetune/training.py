@@ -50,16 +50,16 @@ def finetune(config: FinetuneConfig) -> dict:
   anything trains, and `checkpointing.TrainingStopped` when stopped by a signal (saved: the
   same call again goes on) or a non-finite loss."""
   config.check()
-  # Every input checked before anything is written: the encoder, then the task's files.
-  checked_source(config.model_dir, from_scratch=config.from_scratch).config.check_seq_length(
-      config.seq_length)
+  # Every input checked before anything is written: the encoder, the task's files, the
+  # sequence length against the encoder's positions.
+  source = checked_source(config.model_dir, from_scratch=config.from_scratch)
   kind = task_kind(config)
+  source.config.check_seq_length(config.seq_length)
   strategy = preamble.create(config)
   with run_lock.RunLock.acquire(config.output_dir, "--output_dir"):  # one run per output_dir
     rerun.compare(config, kind.labels)  # with the output_dir's checkpoint
     with preamble.building_models(strategy, config, global_batch_size=config.batch_size):
       pretrained = load_pretrained(config.model_dir, from_scratch=config.from_scratch)
-      pretrained.config.check_seq_length(config.seq_length)
       kind.encode(pretrained)
       plan = EpochPlan(kind.train_rows, config.batch_size, config.epochs, config.seed)
       model = compile_task_model(
