@@ -141,11 +141,25 @@ def audited_batches(config, vocabulary, batch_size: int):
       **pipeline_options(config))
 
 
+def _grown(config, vocabulary):
+  """The vocabulary a run with --add_vocabulary trained with, its model_dir's vocab.txt, once
+  it has grown it; else `vocabulary` (the audit reads, it grows nothing)."""
+  import tensorflow as tf
+
+  from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.model_dir import VOCAB_FILE
+
+  grown = f"{config.model_dir.rstrip('/')}/{VOCAB_FILE}"
+  return (Vocabulary(grown) if config.add_vocabulary and tf.io.gfile.exists(grown)
+          else vocabulary)
+
+
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
-  from bert_tf.training.preparation import prepare
+  from bert_tf.training.preparation import check_inputs, learned_vocabulary
 
-  config, vocabulary, _ = prepare(config)
+  inputs = check_inputs(config)
+  config, vocabulary = inputs.config, _grown(inputs.config, learned_vocabulary(inputs))
   dataset = audited_batches(config, vocabulary, batch_size)
   from bert_tf.data.data_settings import corpus_groups
 

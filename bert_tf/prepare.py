@@ -51,6 +51,10 @@ class PrepareConfig(TrainConfig):
     if self.input_format == RECORDS:
       raise UserError("bert_tf.prepare writes records from a text corpus: give its "
                       "--input_format (sentence_per_line or paragraph_per_line)")
+    if self.add_vocabulary:
+      raise UserError("bert_tf.prepare writes the ids of --vocab_file: --add_vocabulary grows "
+                      "a model's vocabulary while training (train.py); give the grown one, the "
+                      "run's vocab.txt, as --vocab_file")
     if self.input_weights:
       raise UserError("bert_tf.prepare writes one corpus's records: --input_weights mixes "
                       "text corpora while training (train.py)")
@@ -142,11 +146,11 @@ def _write(config: PrepareConfig, examples, report) -> dict:
 
 
 def prepare_records(config: PrepareConfig) -> dict:
-  """Checks the settings and the corpus as `train.py` does (building the vocabulary when it
-  does not exist), then writes the records with progress by records."""
-  from bert_tf.training.preparation import prepare
+  """Checks the settings and the corpus as `train.py` does, writing nothing, then builds the
+  vocabulary when it does not exist and writes the records with progress by records."""
+  from bert_tf.training.preparation import check_inputs, learned_vocabulary
 
-  _, vocabulary, _ = prepare(config)
+  vocabulary = learned_vocabulary(check_inputs(config))
   start = time.monotonic()
 
   def report(written):

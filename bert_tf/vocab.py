@@ -1,6 +1,8 @@
 """Builds a WordPiece vocabulary from a corpus: `python -m bert_tf.vocab` (the learning itself:
 `bert_tf.data.vocabulary_learner`); with `--report`, says how well an existing vocabulary fits
-the corpus beside one of the same size learned from it (`bert_tf.data.vocabulary_fit`)."""
+the corpus beside one of the same size learned from it (`bert_tf.data.vocabulary_fit`). The
+corpus is checked first as train.py checks it: a missing, empty, compressed or binary file is
+one line and exit status 2, and nothing is written."""
 
 import dataclasses
 import json
@@ -12,7 +14,7 @@ from bert_tf import console
 
 if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
   console.start(sys.argv)
-from bert_tf.data import vocabulary_fit  # noqa: E402
+from bert_tf.data import corpus, vocabulary_fit  # noqa: E402
 from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
 from bert_tf.data.tokenization import Vocabulary  # noqa: E402
 from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
@@ -30,6 +32,13 @@ class VocabCommandConfig(VocabularyConfig):
       "corpus (WordPieces per word, words cut into 2 and 3+ pieces, [UNK] words, the most "
       "frequent words cut), beside a vocabulary of its size learned from the corpus.")
   json: bool = setting(False, "With --report: print the figures as one JSON object.")
+
+
+def check_corpus(config: VocabularyConfig) -> None:
+  """The corpus checked as train.py checks it, before anything is read or written: files
+  that exist, are not compressed or binary, and hold text."""
+  corpus.check_documents(corpus.list_files(config.input_files, config.data_dir),
+                         config.input_format, needed=1)
 
 
 def build(config: VocabularyConfig) -> None:
@@ -59,6 +68,9 @@ def report(config: VocabularyConfig) -> dict:
 
 
 def main(config: VocabCommandConfig) -> None:
+  if config.report:
+    Vocabulary(config.vocab_file)  # one line when it is not there or not a vocabulary
+  check_corpus(config)
   if not config.report:
     build(config)
     return

@@ -1,7 +1,10 @@
 """Corpus files to documents (docs/design.md#corpus): messy text, file lists, the document count."""
 
 import os
+import re
+import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -370,7 +373,20 @@ def test_a_compressed_corpus_file_is_refused(tmp_path):
     corpus.check_documents([path], "sentence_per_line", needed=2)
 
 
-def test_a_binary_corpus_file_is_warned_about(tmp_path, caplog):
-  path = _write(tmp_path / "ls.txt", b"\x7fELF\x02\x00\x00 binary.\n\nSecond.\n")
+def test_a_stray_nul_byte_in_text_is_warned_about(tmp_path, caplog):
+  path = _write(tmp_path / "scraped.txt",
+                b"A page scraped from the web.\nIt kept a\x00 NUL byte.\n\nSecond page.\n")
   corpus.check_documents([path], "sentence_per_line", needed=2)
   assert f"{path} holds NUL bytes: it looks binary, not text" in caplog.text
+
+
+@pytest.mark.parametrize("name,content", [
+    ("random.txt", np.random.default_rng(0).bytes(5000)),
+    ("python.txt", open(sys.executable, "rb").read(4096)),
+    ("utf16.txt", "One sentence.\n\nAnother document.\n".encode("utf-16"))])
+def test_a_binary_corpus_file_is_refused(tmp_path, name, content):
+  """Random bytes, a program, text in UTF-16: not UTF-8 text."""
+  path = _write(tmp_path / name, content)
+  with pytest.raises(UserError, match=rf"^{re.escape(path)} is not text: \d+% of its first "
+                     "[0-9,]+ bytes are not UTF-8 characters or are control characters"):
+    corpus.check_documents([path], "sentence_per_line", needed=2)

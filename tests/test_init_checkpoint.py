@@ -63,9 +63,11 @@ BAD = {
         "--init_checkpoint {root}/weights.bin is a file that is not a checkpoint: " + ACCEPTED),
     "another model": (
         "mini",
-        "{root}/mini/bert_model.ckpt is another model than --config: its "
-        "{root}/mini/bert_config.json has hidden_size 256 (not 128), num_hidden_layers 4 (not "
-        "2), num_attention_heads 4 (not 2), intermediate_size 1024 (not 512)"),
+        "--config bert_tiny is a model of L-2_H-128_A-2, but --init_checkpoint {root}/mini is "
+        "one of L-4_H-256_A-4 ({root}/mini/bert_config.json): hidden_size 128 against its 256, "
+        "num_hidden_layers 2 against its 4, num_attention_heads 2 against its 4, "
+        "intermediate_size 512 against its 1024; leave --config out to take the model's own "
+        "shape"),
     "Hugging Face without weights": (
         "hf",
         "--init_checkpoint {root}/hf is a Hugging Face directory without model.safetensors "
@@ -78,11 +80,18 @@ BAD = {
 }
 
 
+def checked(path, config, vocab_file, given="bert_tiny"):
+  """`path` checked as train.py checks its --init_checkpoint, with --config `given`."""
+  source = init_checkpoint.initial_model(path, weights_only=False)
+  init_checkpoint.check(source, config, given, Vocabulary(vocab_file))
+
+
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_a_wrong_init_checkpoint_is_one_line_naming_the_problem(sources, config, case):
+def test_a_wrong_init_checkpoint_is_one_line_naming_the_problem(sources, config, vocab_file,
+                                                                case):
   name, message = BAD[case]
   with pytest.raises(UserError) as error:
-    init_checkpoint.check(os.path.join(sources, name), config)
+    checked(os.path.join(sources, name), config, vocab_file)
   assert str(error.value).startswith(message.format(root=sources))
   assert "\n" not in str(error.value)
 
@@ -156,9 +165,11 @@ def test_a_bert_tf_model_dir_of_another_model_is_one_line(google_run, tmp_path, 
   print(result.stderr.strip().splitlines()[-1])
   assert result.returncode == 2 and "Traceback" not in result.stderr
   assert result.stderr.strip().splitlines()[-1] == (
-      f"error: --init_checkpoint {model_dir} is another model than --config: its "
-      f"{model_dir}/bert_config.json has hidden_size 128 (not 256), num_hidden_layers 2 (not 4), "
-      "num_attention_heads 2 (not 4), intermediate_size 512 (not 1024)")
+      f"error: --config bert_mini is a model of L-4_H-256_A-4, but --init_checkpoint {model_dir} "
+      f"is one of L-2_H-128_A-2 ({model_dir}/bert_config.json): hidden_size 256 against its "
+      "128, num_hidden_layers 4 against its 2, num_attention_heads 4 against its 2, "
+      "intermediate_size 1024 against its 512; leave --config out to take the model's own "
+      "shape")
 
 
 @pytest.mark.parametrize("kind", ["original", "hf"])
@@ -173,8 +184,8 @@ def test_a_vocabulary_of_another_size_blames_the_vocab_file(tmp_path, config, vo
     export_huggingface(pretraining_model(bigger), bigger, Vocabulary(vocab_file), path,
                        lower_case=True)
   with pytest.raises(UserError) as error:
-    init_checkpoint.check(path, config, vocab_file)
+    checked(path, config, vocab_file)
   assert str(error.value) == (
       f"--vocab_file {vocab_file} has {config.vocab_size} tokens, but the model of "
       f"--init_checkpoint {path} has vocab_size {bigger.vocab_size}: give the vocabulary it "
-      "was trained with")
+      "was trained with" + (f" ({path}/vocab.txt)" if kind == "hf" else ""))

@@ -169,15 +169,16 @@ def test_an_original_bert_checkpoint_as_its_index_file_and_cut_short(
 
 def test_a_cased_checkpoint_lower_cased_by_the_run_is_warned_about(published, tmp_path, caplog):
   from bert_tf.interop import init_checkpoint, tf1_checkpoint
+  from bert_tf.interop.source import open_source
   _, directory = published  # exported with do_lower_case true
   cased = str(tmp_path / "cased")
   shutil.copytree(directory, cased)
   with open(os.path.join(cased, "tokenizer_config.json"), "w") as f:
     json.dump({"do_lower_case": False}, f)
   with caplog.at_level(logging.WARNING, logger="bert_tf"):
-    init_checkpoint.check_case(directory, do_lower_case=True)
+    init_checkpoint.check_case(open_source(directory), do_lower_case=True)
     assert not caplog.text
-    init_checkpoint.check_case(cased, do_lower_case=True)
+    init_checkpoint.check_case(open_source(cased), do_lower_case=True)
   assert (f"--init_checkpoint {cased} was trained on cased text, but this run lower-cases it: "
           "give --nodo_lower_case to match it") in caplog.text
   # Google's releases: the case is in the directory's name.

@@ -378,7 +378,7 @@ def test_an_eval_fraction_that_leaves_a_side_empty_is_one_line(record_files, voc
                        input_format="tfrecord", input_files=",".join(record_files),
                        eval_fraction=1e-9)
   with pytest.raises(UserError, match="--eval_fraction=1e-09 holds out 0 of the 100 records"):
-    preparation.prepare(config)
+    preparation.check_inputs(config)
 
 
 # Re-masking

@@ -138,9 +138,9 @@ def test_the_case_of_any_kind_is_checked_against_the_run(sources, tmp_path, capl
   with open(os.path.join(path, names.TRAIN_CONFIG_FILE), "w") as f:
     json.dump({"do_lower_case": False}, f)
   with caplog.at_level(logging.WARNING, logger="bert_tf"):
-    init_checkpoint.check_case(sources["run"], do_lower_case=True)
+    init_checkpoint.check_case(open_source(sources["run"]), do_lower_case=True)
     assert not caplog.messages
-    init_checkpoint.check_case(path, do_lower_case=True)
+    init_checkpoint.check_case(open_source(path), do_lower_case=True)
   assert caplog.messages == [
       f"--init_checkpoint {path} was trained on cased text, but this run lower-cases it: give "
       "--nodo_lower_case to match it"]
@@ -245,18 +245,16 @@ def test_a_hugging_face_directory_of_another_model_or_without_vocabulary(tmp_pat
 
 
 def test_a_source_of_another_model_than_the_config(sources, config):
+  """One line naming both shapes, and what differs."""
   mini = config.replace(hidden_size=256)
-  expected = {
-      "run": f"--init_checkpoint {sources['run']} is another model than --config: its "
-             f"{sources['run']}/bert_config.json has hidden_size 128 (not 256)",
-      "hf": f"{sources['hf']} is another model than --config: its config.json has "
-            "hidden_size 128 (not 256)",
-      "index": f"{sources['prefix']} is another model than --config: its "
-               f"{sources['original']}/bert_config.json has hidden_size 128 (not 256)"}
-  for name, message in expected.items():
+  files = {"run": f"{sources['run']}/bert_config.json", "hf": f"{sources['hf']}/config.json",
+           "index": f"{sources['original']}/bert_config.json"}
+  for name, shape_file in files.items():
     with pytest.raises(UserError) as error:
-      open_source(sources[name]).check_config(mini)
-    assert str(error.value) == message
+      open_source(sources[name]).check_config(mini, "--config mini.json", "a hint")
+    assert str(error.value) == (
+        f"--config mini.json is a model of L-2_H-256_A-2, but --init_checkpoint {sources[name]} "
+        f"is one of L-2_H-128_A-2 ({shape_file}): hidden_size 256 against its 128; a hint")
 
 
 def test_a_vocabulary_of_another_size_than_the_model(tmp_path, sources, vocab_file):

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import logging
 import os
+import unicodedata
 
 import tensorflow as tf
 
@@ -278,15 +279,35 @@ _COMPRESSED = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",
                **{b"BZh%d1AY&SY" % size: "bzip2" for size in range(1, 10)}}
 
 
+# A file whose start has more than this share of characters that are not text (bytes that are
+# not UTF-8, control characters other than whitespace) is binary, or text in another encoding
+# (UTF-16 holds a NUL every other byte): refused. Text with a stray bad byte or NUL trains, the
+# bytes replaced.
+BINARY_SHARE = 0.1
+
+
+def _not_text_share(head: bytes) -> float:
+  """The share of the characters of `head` that are not text: undecodable or control."""
+  text = head.decode("utf-8", errors="replace")
+  bad = sum(1 for c in text if c == "\ufffd" or (
+      unicodedata.category(c) == "Cc" and c not in "\t\n\r\f\v"))
+  return bad / max(len(text), 1)
+
+
 def _check_is_text(path: str) -> None:
-  """A compressed file is refused (its bytes would train as text); one that holds NUL bytes
-  near its start is warned about (it trains, its bad bytes replaced)."""
+  """A compressed or binary file is refused (its bytes would train as text); one that holds
+  NUL bytes near its start among text is warned about (it trains, its bad bytes replaced)."""
   with tf.io.gfile.GFile(path, "rb") as f:
     head = f.read(4096)
   for magic, kind in _COMPRESSED.items():
     if head.startswith(magic):
       raise UserError(f"{path} is {kind}-compressed: corpus files are read as plain text, "
                       "decompress it first")
+  share = _not_text_share(head)
+  if share > BINARY_SHARE:
+    raise UserError(f"{path} is not text: {share:.0%} of its first {len(head):,} bytes are not "
+                    "UTF-8 characters or are control characters (a binary file, or text in "
+                    "another encoding such as UTF-16); corpus files are UTF-8 text")
   if b"\x00" in head:
     log.warning("%s holds NUL bytes: it looks binary, not text (trained on as text)", path)
 
@@ -295,9 +316,9 @@ def check_documents(files: list[str], input_format: str, needed: int) -> None:
   """Fails clearly unless the corpus has at least `needed` documents (NSP needs two).
 
   Reads at most about CHECK_BYTES from the start of the corpus (ending at a document
-  boundary), and refuses a compressed file among the files it reads. A corpus with more text
-  than that is accepted: its first CHECK_BYTES hold fewer documents only if one document is
-  that long, and a document that long is cut into parts.
+  boundary), and refuses a compressed or binary file among the files it reads. A corpus with
+  more text than that is accepted: its first CHECK_BYTES hold fewer documents only if one
+  document is that long, and a document that long is cut into parts.
   """
   _check_format(input_format)
   ranges, budget = [], CHECK_BYTES

@@ -10,7 +10,7 @@ import tensorflow as tf
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune import data
 from bert_tf.finetune.losses import classification_loss
-from bert_tf.interop.source import open_source
+from bert_tf.interop.source import Source, open_source
 from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -27,11 +27,23 @@ class Pretrained:
   lower_case: bool
 
 
-def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained:
-  """The encoder of `model_dir` (a train.py model_dir, a Hugging Face BERT directory or an
-  original BERT checkpoint) with its weights; with `from_scratch`, the same encoder with
-  random weights (drawn from Keras's seed). Build under the strategy's scope."""
+def checked_source(model_dir: str, *, from_scratch: bool = False) -> Source:
+  """The source of the encoder at `model_dir` (a train.py model_dir, a Hugging Face BERT
+  directory or an original BERT checkpoint), checked whole without loading it: its files, its
+  shape, its vocabulary (of the shape's size) and its case; its weights' files unless
+  `from_scratch`. Every problem is one line."""
   source = open_source(model_dir, "--model_dir")
+  if not from_scratch:
+    source.check_loadable()
+  _ = source.config, source.vocabulary, source.lower_case
+  return source
+
+
+def load_pretrained(model_dir: str, *, from_scratch: bool = False) -> Pretrained:
+  """The encoder of `model_dir` (see `checked_source`) with its weights; with `from_scratch`,
+  the same encoder with random weights (drawn from Keras's seed). Build under the strategy's
+  scope."""
+  source = checked_source(model_dir, from_scratch=from_scratch)
   config, vocabulary, lower_case = source.config, source.vocabulary, source.lower_case
   model = pretraining_model(config)  # the heads too: every kind stores them
   if not from_scratch:

@@ -1,12 +1,13 @@
 """`finetune`: one fine-tuning run from a `FinetuneConfig`, usable from a notebook or the
-command line, the same story for every kind of task (`kinds/`): check the files, take the
-output_dir (`run_lock`), build the task model under the strategy, go on from the output_dir's
-checkpoint if it has one (`checkpoints.py`, saying what changed since: `rerun.py`), train the
-epochs left with the dev figures after each (`fitting.py`, `dev_evaluation.py`), keep the best
-epoch's weights, and write the output_dir: metrics.json, task.json, the weights, the encoder's
-bert_config.json and vocab.txt, what the kind adds (answer's predictions.json) and the
-SavedModel serving the kind's signature on raw text (unless `--noserving_export`), checked
-against the Keras model unless `--skip_verify` (`finetune/verification.py`)."""
+command line, the same story for every kind of task (`kinds/`): check the encoder and the
+task's files, writing nothing, take the output_dir (`run_lock`), build the task model under
+the strategy, go on from the output_dir's checkpoint if it has one (`checkpoints.py`, saying
+what changed since: `rerun.py`), train the epochs left with the dev figures after each
+(`fitting.py`, `dev_evaluation.py`), keep the best epoch's weights, and write the output_dir:
+metrics.json, task.json, the weights, the encoder's bert_config.json and vocab.txt, what the
+kind adds (answer's predictions.json) and the SavedModel serving the kind's signature on raw
+text (unless `--noserving_export`), checked against the Keras model unless `--skip_verify`
+(`finetune/verification.py`)."""
 
 import logging
 import os
@@ -21,7 +22,12 @@ from bert_tf.finetune.epochs import EpochPlan
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.kinds.base import TaskKind
-from bert_tf.finetune.model import Pretrained, compile_task_model, load_pretrained
+from bert_tf.finetune.model import (
+  Pretrained,
+  checked_source,
+  compile_task_model,
+  load_pretrained,
+)
 from bert_tf.finetune.output_dir import (
   CONFIG_FILE,
   EXPORT,
@@ -44,13 +50,16 @@ def finetune(config: FinetuneConfig) -> dict:
   anything trains, and `checkpointing.TrainingStopped` when stopped by a signal (saved: the
   same call again goes on) or a non-finite loss."""
   config.check()
+  # Every input checked before anything is written: the encoder, the task's files, the
+  # sequence length against the encoder's positions.
+  source = checked_source(config.model_dir, from_scratch=config.from_scratch)
   kind = task_kind(config)
+  source.config.check_seq_length(config.seq_length)
   strategy = preamble.create(config)
   with run_lock.RunLock.acquire(config.output_dir, "--output_dir"):  # one run per output_dir
     rerun.compare(config, kind.labels)  # with the output_dir's checkpoint
     with preamble.building_models(strategy, config, global_batch_size=config.batch_size):
       pretrained = load_pretrained(config.model_dir, from_scratch=config.from_scratch)
-      pretrained.config.check_seq_length(config.seq_length)
       kind.encode(pretrained)
       plan = EpochPlan(kind.train_rows, config.batch_size, config.epochs, config.seed)
       model = compile_task_model(

@@ -188,7 +188,7 @@ def check_config(directory: str, config: BertConfig) -> None:
   """The directory's config.json makes the model `config` makes."""
   different = read_config(directory).differences(config)
   if different:
-    raise UserError(f"{directory} is another model than --config: its config.json has "
+    raise UserError(f"{directory} is another model than the one to load: its config.json has "
                     f"{different}")
 
 

@@ -13,7 +13,7 @@ import os
 import keras
 import tensorflow as tf
 
-from bert_tf import model_dir
+from bert_tf import model_dir, run_record
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import huggingface, keras_hub_preset, tf1_checkpoint
@@ -60,9 +60,28 @@ class Source(abc.ABC):
                       "must match")
     return vocabulary
 
+  @property
   @abc.abstractmethod
-  def check_config(self, config: BertConfig) -> None:
-    """Raises a one-line UserError unless it is a model of the shape `config` gives."""
+  def config_file(self) -> str:
+    """Where its shape is written, named in messages."""
+
+  def check_config(self, config: BertConfig, given: str = "the model to load",
+                   hint: str = "") -> None:
+    """Raises a one-line UserError naming both shapes unless `config`, the shape that `given`
+    names, makes the model this one is; `hint` ends the line."""
+    theirs = self.config
+    differing = theirs.differing(config)
+    if differing:
+      raise UserError(
+          f"{given} is a model of {config.shape}, but {self.flag} {self.path} is one of "
+          f"{theirs.shape} ({self.config_file}): " + ", ".join(
+              f"{name} {getattr(config, name)} against its {getattr(theirs, name)}"
+              for name in differing) + (f"; {hint}" if hint else ""))
+
+  def check_loadable(self) -> None:
+    """Raises a one-line UserError unless its weights can be loaded: every file they need is
+    there and its shape can be read. Nothing is loaded."""
+    _ = self.config
 
   @abc.abstractmethod
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
@@ -94,7 +113,16 @@ class RunDirectory(Source):
 
   @functools.cached_property
   def config(self) -> BertConfig:
+    """Its bert_config.json, or, without one, the record of its latest checkpoint."""
+    if not tf.io.gfile.exists(self.config_file):
+      found = run_record.latest(self.path)
+      if found:
+        return BertConfig(**found[1]["bert_config"])
     return BertConfig.from_json_file(self._file(model_dir.CONFIG_FILE))
+
+  @property
+  def config_file(self) -> str:
+    return os.path.join(self.path, model_dir.CONFIG_FILE)
 
   @functools.cached_property
   def settings(self) -> dict:
@@ -108,16 +136,6 @@ class RunDirectory(Source):
 
   def vocabulary_file(self) -> str:
     return self._file(model_dir.VOCAB_FILE)
-
-  def check_config(self, config: BertConfig) -> None:
-    """Its bert_config.json (written once its checkpoint fitted) makes the model `config`
-    makes; one without it is left to the checkpoint's restore."""
-    path = os.path.join(self.path, model_dir.CONFIG_FILE)
-    if tf.io.gfile.exists(path):
-      different = self.config.differences(config)
-      if different:
-        raise UserError(f"{self.flag} {self.path} is another model than --config: its {path} "
-                        f"has {different}")
 
   def check_finished(self) -> None:
     """Raises a one-line UserError unless the model_dir holds what a finished run leaves, and
@@ -136,6 +154,9 @@ class RunDirectory(Source):
       log.warning("%s: its final weights are of step %d, but training went on to the "
                   "checkpoint at step %d and has not finished: these are step %d's (re-run "
                   "train.py to finish)", self.path, final_step, latest, final_step)
+
+  def check_loadable(self) -> None:
+    self.check_finished()
 
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
     self.check_config(config)
@@ -161,11 +182,12 @@ class HuggingFaceDirectory(Source):
   def lower_case(self) -> bool:
     return huggingface.lower_case(self.path)
 
+  @property
+  def config_file(self) -> str:
+    return os.path.join(self.path, "config.json")
+
   def vocabulary_file(self) -> str:
     return os.path.join(self.path, "vocab.txt")
-
-  def check_config(self, config: BertConfig) -> None:
-    huggingface.check_config(self.path, config)
 
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
     huggingface.load_huggingface(model, config, self.path)
@@ -198,11 +220,12 @@ class OriginalCheckpoint(Source):
   def lower_case(self) -> bool:
     return tf1_checkpoint.lower_case(self.prefix)
 
+  @property
+  def config_file(self) -> str:
+    return tf1_checkpoint.config_path(self.prefix)
+
   def vocabulary_file(self) -> str:
     return os.path.join(os.path.dirname(self.prefix), "vocab.txt")
-
-  def check_config(self, config: BertConfig) -> None:
-    tf1_checkpoint.check_config(self.prefix, config)
 
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
     tf1_checkpoint.load_tf1_checkpoint(model, config, self.prefix)

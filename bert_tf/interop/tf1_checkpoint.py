@@ -123,8 +123,8 @@ def check_config(prefix: str, config: BertConfig) -> None:
   """The checkpoint's `bert_config.json` exists and makes the model `config` makes."""
   different = read_config(prefix).differences(config)
   if different:
-    raise UserError(f"{prefix} is another model than --config: its {config_path(prefix)} has "
-                    f"{different}")
+    raise UserError(f"{prefix} is another model than the one to load: its "
+                    f"{config_path(prefix)} has {different}")
 
 
 def lower_case(prefix: str) -> bool:

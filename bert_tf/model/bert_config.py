@@ -17,6 +17,11 @@ log = logging.getLogger("bert_tf")
 IGNORED_KEYS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
                 "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
 _IGNORED_SAID = set()  # the files whose ignored keys this process has named
+# The fields that make the model: two configs that agree on them make the same weights (dropout
+# and initialisation aside).
+MODEL_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                "layer_norm_epsilon")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,12 +75,17 @@ class BertConfig:
   def differences(self, other: "BertConfig") -> str:
     """The fields making the model on which `other` differs, as `name ours (not theirs)`; ""
     when the two make the same model (dropout and initialisation do not count)."""
-    return ", ".join(
-        f"{name} {getattr(self, name)} (not {getattr(other, name)})" for name in (
-            "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size", "max_position_embeddings", "type_vocab_size",
-            "layer_norm_epsilon")
-        if getattr(self, name) != getattr(other, name))
+    return ", ".join(f"{name} {getattr(self, name)} (not {getattr(other, name)})"
+                     for name in self.differing(other))
+
+  def differing(self, other: "BertConfig") -> list[str]:
+    """The names of the fields making the model on which `other` differs."""
+    return [name for name in MODEL_FIELDS if getattr(self, name) != getattr(other, name)]
+
+  @property
+  def shape(self) -> str:
+    """Its shape in Google's names of the released models: `L-12_H-768_A-12`."""
+    return f"L-{self.num_hidden_layers}_H-{self.hidden_size}_A-{self.num_attention_heads}"
 
   def to_dict(self) -> dict:
     return dataclasses.asdict(self)
@@ -137,16 +147,18 @@ PRESETS.update({
 })
 
 
-def resolve_config(name_or_path: str, vocab_size: int) -> BertConfig:
+def resolve_config(name_or_path: str, vocab_size: int | None) -> BertConfig:
   """Returns the preset called `name_or_path`, or reads it as a `bert_config.json`.
 
-  A preset takes the vocabulary's size; a JSON file must already agree with it.
+  A preset takes the vocabulary's size; a JSON file must already agree with it. A vocabulary
+  not learned yet (`vocab_size` None) is not compared: the shape is checked all the same.
   """
   if name_or_path in PRESETS:
-    return BertConfig.from_preset(name_or_path, vocab_size=vocab_size)
+    return BertConfig.from_preset(name_or_path, **(
+        {} if vocab_size is None else {"vocab_size": vocab_size}))
   if name_or_path.endswith(".json"):
     config = BertConfig.from_json_file(name_or_path)
-    if config.vocab_size != vocab_size:
+    if vocab_size is not None and config.vocab_size != vocab_size:
       raise UserError(
           f"vocab_size {config.vocab_size} in {name_or_path} does not match the "
           f"vocabulary's {vocab_size} tokens")

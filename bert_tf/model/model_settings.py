@@ -10,6 +10,7 @@ from bert_tf.errors import UserError
 from bert_tf.settings import MODEL, NOTED, setting
 
 MLM_LOSS_REDUCTIONS = ("mean", "sum")
+SCRATCH_CONFIG = "bert_tiny"  # the shape of a model from scratch when --config is not given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,16 +18,18 @@ class ModelConfig:
   """The encoder's shape and starting weights, and the loss weights."""
 
   config: str = setting(
-      "bert_tiny", "Preset (bert_tiny, bert_mini, bert_small, bert_medium, bert_base, "
-      "bert_large, bert_uncased_L-4_H-256_A-4, ...) or a bert_config.json.", change=MODEL)
+      "", "The shape of a model from scratch: a preset (bert_tiny, bert_mini, bert_small, "
+      "bert_medium, bert_base, bert_large, bert_uncased_L-4_H-256_A-4, ...) or a "
+      "bert_config.json for any shape. Empty: the --init_checkpoint's own shape (its "
+      f"bert_config.json, config.json or run record), else {SCRATCH_CONFIG}.", change=MODEL)
   dropout: float | None = setting(
       None, "Dropout rate of the encoder (hidden and attention), in place of the --config's "
       "(0.1 in the presets). 0 learns faster in a short run.", change=NOTED)
   init_checkpoint: str = setting(
       "", "Start from these weights (both heads): a bert_tf model_dir (its optimizer and step "
       "too: phase 2 after phase 1), an original BERT checkpoint (bert_model.ckpt prefix or its "
-      "directory, with bert_config.json) or a Hugging Face BertForPreTraining directory. Must "
-      "match --config.", change=NOTED)
+      "directory, with bert_config.json) or a Hugging Face BertForPreTraining directory; its shape "
+      "is the run's. Checked whole before anything is written.", change=NOTED)
   init_weights_only: bool = setting(
       False, "From a bert_tf --init_checkpoint run, take its final weights alone: the "
       "optimizer, the step and the learning-rate schedule start afresh, with their own warm-up "

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.interop import grown_embeddings
+from bert_tf.interop import grown_embeddings, init_checkpoint
 from bert_tf.interop.source import Source, open_source
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.runtime import checkpointing
@@ -36,7 +36,7 @@ def restore_or_initialise(checkpointer: checkpointing.Checkpointer, model: keras
              if start_step >= config.train_steps else "")
   elif config.init_checkpoint:
     source = open_source(config.init_checkpoint)
-    if source.has_checkpoint and not (config.init_weights_only or config.add_vocabulary):
+    if init_checkpoint.goes_on(source, config.init_weights_only or bool(config.add_vocabulary)):
       _go_on_from(checkpointer, config)
     else:
       _start_from(source, model, bert_config, vocabulary, config)

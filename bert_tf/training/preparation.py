@@ -1,23 +1,27 @@
-"""Everything a run checks and builds before the model exists: the settings, the corpus (or
-the records, against the vocabulary), the held-out data, the model_dir, the vocabulary (learned
-from a text corpus when it does not exist yet) and the model's shape. Cheap checks come first,
-so that a mistake costs seconds."""
+"""Everything a run checks and builds before the model exists, in two steps.
+
+`check_inputs` reads and checks every input and writes nothing: the settings, the corpus (or
+the records, against the vocabulary), the held-out data and the probe's task, the initial
+model (`--init_checkpoint`: its files, its shape, its vocabulary), the vocabulary and the
+model's shape (`--config` for a model from scratch, else the initial model's own). Cheap
+checks come first, so that a mistake costs seconds, and a refused run leaves every file as it
+was. `prepare` then builds what the run writes: the vocabulary, learned from the corpus when
+`--vocab_file` does not exist (a model from scratch only), and grown by `--add_vocabulary`."""
 
 import dataclasses
 import logging
-import os
 
 import tensorflow as tf
 
-from bert_tf import files
 from bert_tf.data import builtin_corpus, corpus, record_checks
 from bert_tf.data.data_settings import RECORDS
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.data.vocabulary_learner import build_vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
+from bert_tf.interop.source import Source
 from bert_tf.model.bert_config import BertConfig, resolve_config
-from bert_tf.runtime import failures
+from bert_tf.model.model_settings import SCRATCH_CONFIG
 from bert_tf.training.grown_vocabulary import run_vocabulary
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, probe
@@ -25,21 +29,28 @@ from bert_tf.training.watching import evaluation, probe
 log = logging.getLogger("bert_tf")
 
 
-def _check_model_dir(model_dir: str) -> None:
-  try:
-    tf.io.gfile.makedirs(model_dir)
-    test_file = os.path.join(model_dir, ".write_test")
-    files.write_text(test_file, "")
-    tf.io.gfile.remove(test_file)
-  except OSError as e:
-    raise UserError(f"model_dir {model_dir} is not writable: {e}") from None
-  except tf.errors.OpError as e:
-    raise UserError(f"model_dir {model_dir} is not writable: {failures.describe(e)}") from None
+@dataclasses.dataclass(frozen=True)
+class CheckedInputs:
+  """What `check_inputs` found: the settings (with the records' shape when the input is
+  records), the initial model (None: from scratch) and the vocabulary (None: to be learned)."""
+
+  config: TrainConfig
+  source: Source | None
+  vocabulary: Vocabulary | None
 
 
-def model_shape(config: TrainConfig, vocabulary: Vocabulary) -> BertConfig:
-  """The --config preset or file for this vocabulary, with --dropout in place of its own."""
-  bert_config = resolve_config(config.config, len(vocabulary))
+def model_shape(config: TrainConfig, vocabulary: Vocabulary | None,
+                source: Source | None = None) -> BertConfig:
+  """The model's shape: the --config preset or file, else the initial model's own, else
+  `SCRATCH_CONFIG`; for `vocabulary` (None: one not learned yet, whose size is not known),
+  with --dropout in place of its own. A --config that contradicts the initial model is an
+  error naming both shapes."""
+  size = None if vocabulary is None else len(vocabulary)
+  if source is not None:
+    bert_config = resolve_config(config.config, size) if config.config else source.config
+    init_checkpoint.check(source, bert_config, config.config, vocabulary)
+  else:
+    bert_config = resolve_config(config.config or SCRATCH_CONFIG, size)
   if config.dropout is not None:
     bert_config = bert_config.replace(hidden_dropout_prob=config.dropout,
                                       attention_probs_dropout_prob=config.dropout)
@@ -88,29 +99,53 @@ def _check_corpus(config: TrainConfig) -> None:
   if config.input_files == builtin_corpus.NAME:
     raise UserError("--input_format=tfrecord reads --input_files as records: give them (the "
                     "built-in corpus is text)")
-  if not tf.io.gfile.exists(config.vocab_file):
+
+
+def _existing_vocabulary(config: TrainConfig, source: Source | None) -> Vocabulary | None:
+  """--vocab_file, read; None when it is to be learned from a text corpus (a model from
+  scratch). A run from an initial model, or on records, reads the vocabulary it was made with."""
+  if tf.io.gfile.exists(config.vocab_file):
+    return Vocabulary(config.vocab_file)
+  if source is not None:
+    raise init_checkpoint.missing_vocabulary(source, config.vocab_file)
+  if config.input_format == RECORDS:
     raise UserError(f"--vocab_file {config.vocab_file} does not exist: records are read with "
                     "the vocabulary they were made with")
+  return None
 
 
-def prepare(config: TrainConfig) -> tuple[TrainConfig, Vocabulary, BertConfig]:
-  """Checks every input; returns the settings (with the records' shape when the input is
-  records), the vocabulary (built first when `vocab_file` does not exist yet; grown by
-  --add_vocabulary) and the model's shape."""
+def check_inputs(config: TrainConfig) -> CheckedInputs:
+  """Checks every input, cheap checks first; writes nothing (see the module's docstring)."""
   config.check()
   _check_corpus(config)
   probe.check_probe(config)
-  _check_model_dir(config.model_dir)
-  if not tf.io.gfile.exists(config.vocab_file):
-    log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
-    build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
-                     lower_case=config.do_lower_case, input_format=config.input_format,
-                     min_token_count=config.min_token_count, data_dir=config.data_dir)
-  vocabulary = Vocabulary(config.vocab_file)
+  source = init_checkpoint.initial_model(config.init_checkpoint,
+                                         config.init_weights_only or bool(config.add_vocabulary))
+  vocabulary = _existing_vocabulary(config, source)
   if config.input_format == RECORDS:
     config = record_shaped(config, vocabulary)
-  bert_config = model_shape(config, vocabulary)
-  init_checkpoint.check(config.init_checkpoint, bert_config, config.vocab_file)
-  init_checkpoint.check_case(config.init_checkpoint, config.do_lower_case)
+  model_shape(config, vocabulary, source)
+  init_checkpoint.check_case(source, config.do_lower_case)
+  return CheckedInputs(config, source, vocabulary)
+
+
+def learned_vocabulary(inputs: CheckedInputs) -> Vocabulary:
+  """The checked vocabulary, or the one learned from the corpus and written as --vocab_file
+  when it did not exist."""
+  if inputs.vocabulary is not None:
+    return inputs.vocabulary
+  config = inputs.config
+  log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
+  return build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
+                          lower_case=config.do_lower_case, input_format=config.input_format,
+                          min_token_count=config.min_token_count, data_dir=config.data_dir)
+
+
+def prepare(inputs: CheckedInputs) -> tuple[TrainConfig, Vocabulary, BertConfig]:
+  """Once the run holds its model_dir: the settings, the vocabulary (learned when it does not
+  exist yet; grown by --add_vocabulary) and the model's shape."""
+  config = inputs.config
+  vocabulary = learned_vocabulary(inputs)
+  bert_config = model_shape(config, vocabulary, inputs.source)
   vocabulary = run_vocabulary(config, vocabulary)
   return config, vocabulary, bert_config.replace(vocab_size=len(vocabulary))

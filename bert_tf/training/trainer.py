@@ -1,10 +1,11 @@
 """`train`: one pre-training run from a `TrainConfig`, usable from a notebook or `train.py`.
 
-The story of a run, each step in its own module: take the model_dir (`run_lock`), check every
-input and learn the vocabulary if asked (`preparation`), compare the run with the model_dir's
-last one (`run_changes`), build the model under the strategy, resume or initialise its weights
-(`initialisation`), write the files that make the model_dir stand alone (`run_files`), train
-(`fitting`) and finish: final figures and the serving SavedModel (`finishing`).
+The story of a run, each step in its own module: check every input, writing nothing
+(`preparation`), take the model_dir (`run_lock`), learn the vocabulary if asked
+(`preparation`), compare the run with the model_dir's last one (`run_changes`), build the
+model under the strategy, resume or initialise its weights (`initialisation`), write the files
+that make the model_dir stand alone (`run_files`), train (`fitting`) and finish: final figures
+and the serving SavedModel (`finishing`).
 """
 
 import dataclasses
@@ -40,8 +41,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   chief_checkpoints = os.path.join(config.model_dir, CHECKPOINTS)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
+  inputs = preparation.check_inputs(config)  # every input, before anything is written
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
-    config, vocabulary, bert_config = preparation.prepare(config)
+    config, vocabulary, bert_config = preparation.prepare(inputs)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
                                   accumulation_steps=config.gradient_accumulation_steps):
