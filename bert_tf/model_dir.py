@@ -23,7 +23,7 @@ WEIGHTS_FILE, METRICS_FILE = "model.weights.h5", "metrics.json"
 
 def latest_step(path: str) -> int:
   """The step of the model_dir's latest checkpoint as its index names it; 0 without one."""
-  state = _state(checkpoints_directory(path))
+  state = _state(os.path.join(path, CHECKPOINTS))
   found = state and re.search(r"ckpt-(\d+)$", state.model_checkpoint_path)
   return int(found.group(1)) if found else 0
 
@@ -31,7 +31,7 @@ def latest_step(path: str) -> int:
 def has_checkpoint(path: str) -> bool:
   """Whether the model_dir has at least one training checkpoint (a run can go on from it),
   named by its index or on disk without one."""
-  directory = checkpoints_directory(path)
+  directory = os.path.join(path, CHECKPOINTS)
   return (tf.io.gfile.exists(os.path.join(directory, "checkpoint"))
           or bool(_on_disk(directory)))
 
