@@ -114,8 +114,8 @@ def test_probe_restores_random_states_frees_its_models_and_repeats(data_dir, voc
   assert the_probe.scores(model.get_layer("bert_encoder")) == first  # the same seed
 
 
-# Busy loops, one a CPU this process may use and one more: the load under which the probe
-# once gave another figure at the same seed.
+# A busy loop on each CPU this process may use: the load under which the probe once gave
+# another figure at the same seed.
 SPIN = "while True:\n  pass"
 
 
@@ -133,7 +133,7 @@ def test_the_probe_figure_is_the_same_under_load_and_first_or_not(data_dir, voca
   the_probe = probe.Probe(config, vocabulary)
   first = the_probe.scores(encoder)  # the random weights' figure measured first
   spinning = [subprocess.Popen([sys.executable, "-c", SPIN])
-              for _ in range(len(os.sched_getaffinity(0)) + 1)]
+              for _ in os.sched_getaffinity(0)]
   try:
     loaded = the_probe.scores(encoder)  # the encoder's alone, under load
   finally:
