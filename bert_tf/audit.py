@@ -176,7 +176,7 @@ def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
 
 def describe_checkpoint(path: str) -> list[str]:
   """Lines saying what the checkpoint `path` is, from the record it carries."""
-  checkpoint = run_record.latest_checkpoint(path)
+  checkpoint = run_record.checkpoint_named(path)
   if not checkpoint:
     raise UserError(f"--checkpoint {path} names no checkpoint")
   record = run_record.read(checkpoint)

@@ -16,8 +16,8 @@ import os
 
 import tensorflow as tf
 
-from bert_tf import files
-from bert_tf.model_dir import CHECKPOINTS, CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE
+from bert_tf import files, model_dir
+from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE
 
 log = logging.getLogger("bert_tf")
 
@@ -60,25 +60,23 @@ def read(checkpoint: str) -> dict | None:
     if not reader.has_tensor(_KEY):
       return None
     value = reader.get_tensor(_KEY)
-  except (ValueError, tf.errors.OpError):
+  except (IndexError, ValueError, tf.errors.OpError):
     return None
   return json.loads(value.decode("utf-8") if isinstance(value, bytes) else value)
 
 
-def latest_checkpoint(path: str) -> str | None:
-  """The latest checkpoint that `path` names: a model_dir, its checkpoints/ or a prefix."""
+def checkpoint_named(path: str) -> str | None:
+  """The checkpoint `path` names: a `ckpt-N` prefix itself, else the newest whole one of a
+  model_dir or its checkpoints/ (`model_dir.newest_whole`); None without one."""
   if tf.io.gfile.exists(path + ".index"):
     return path
-  for directory in (os.path.join(path, CHECKPOINTS), path):
-    latest = tf.train.latest_checkpoint(directory)
-    if latest:
-      return latest
-  return None
+  return model_dir.newest_whole(path)
 
 
-def latest(model_dir: str) -> tuple[str, dict] | None:
-  """(the latest checkpoint, its record) of `model_dir`; None without a recorded one."""
-  checkpoint = latest_checkpoint(model_dir)
+def latest(path: str) -> tuple[str, dict] | None:
+  """(the newest whole checkpoint of `path`, a model_dir or a fine-tune's output_dir, its
+  record); None without a recorded one."""
+  checkpoint = model_dir.newest_whole(path)
   record = read(checkpoint) if checkpoint else None
   return (checkpoint, record) if record else None
 
@@ -95,17 +93,17 @@ def _json(values: dict) -> str:
   return json.dumps(values, indent=2, sort_keys=True) + "\n"
 
 
-def restore_side_files(model_dir: str) -> list[str]:
-  """Writes the side files missing from `model_dir` again from its latest checkpoint's
-  record (one line naming them); returns their names."""
-  found = latest(model_dir)
+def restore_side_files(run: str) -> list[str]:
+  """Writes the side files missing from the model_dir `run` again from its newest whole
+  checkpoint's record (one line naming them); returns their names."""
+  found = latest(run)
   if not found:
     return []
   checkpoint, record = found
   missing = {name: text for name, text in side_files(record).items()
-             if not tf.io.gfile.exists(os.path.join(model_dir, name))}
+             if not tf.io.gfile.exists(os.path.join(run, name))}
   for name, text in missing.items():
-    files.write_text(os.path.join(model_dir, name), text)
+    files.write_text(os.path.join(run, name), text)
   if missing:
     log.info("Written again from the record in %s: %s", checkpoint, ", ".join(sorted(missing)))
   return sorted(missing)

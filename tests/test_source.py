@@ -11,6 +11,7 @@ import shutil
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf import model_dir as names
 from bert_tf.data.tokenization import Vocabulary
@@ -113,10 +114,24 @@ def test_each_kind_gives_the_models_weights(sources, model, config, name):
     np.testing.assert_allclose(got[weight], want[weight], atol=1e-6, err_msg=weight)
 
 
-def test_a_run_still_training_has_no_final_weights(sources, config):
-  with pytest.raises(UserError, match=f"^{sources['training']} has no model.weights.h5: is it "
-                     "a finished train.py model_dir\\?$"):
-    open_source(sources["training"]).load_weights(pretraining_model(config), config)
+def test_a_run_still_training_gives_its_newest_whole_checkpoints_weights(
+    sources, config, model, tmp_path, caplog):
+  path = copied(sources, "training", tmp_path)
+  checkpoints = os.path.join(path, names.CHECKPOINTS)
+  with pytest.raises(UserError, match=f"^no checkpoint in {checkpoints} can be read .the "
+                     f"latest, {checkpoints}/ckpt-4: its index file is missing.: check "
+                     "--init_checkpoint$"):
+    open_source(path).load_weights(pretraining_model(config), config)
+  saved = tf.train.Checkpoint(model=model)
+  saved.save_counter  # made, as a CheckpointManager's save makes it  # noqa: B018
+  saved.write(os.path.join(checkpoints, "ckpt-4"))
+  taken = pretraining_model(config)
+  caplog.set_level(logging.INFO, "bert_tf")
+  open_source(path).load_weights(taken, config)
+  assert (f"{path} has no model.weights.h5: taking the weights of its checkpoint "
+          f"{checkpoints}/ckpt-4") in caplog.messages
+  for found, expected in zip(taken.weights, model.weights):
+    np.testing.assert_array_equal(found.numpy(), expected.numpy())
 
 
 @pytest.mark.parametrize("name", ["run", "hf", "original"])

@@ -1,11 +1,9 @@
 """A trained model as `train` left it in `model_dir`, and its export to every format."""
 
 import dataclasses
-import logging
 import os
 
 import keras
-import tensorflow as tf
 
 from bert_tf import run_record
 from bert_tf.data.tokenization import Vocabulary
@@ -16,9 +14,7 @@ from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.interop.source import RunDirectory
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
-from bert_tf.model_dir import CHECKPOINTS, WEIGHTS_FILE
-
-log = logging.getLogger("bert_tf")
+from bert_tf.model_dir import WEIGHTS_FILE
 
 
 @dataclasses.dataclass
@@ -39,26 +35,13 @@ def save_weights(model: keras.Model, model_dir: str) -> None:
 
 def load_trained(model_dir: str) -> Trained:
   """The final model of a finished train.py run (`RunDirectory.check_finished`). A model_dir
-  left with its checkpoints alone has its side files written again from the latest one's
-  record, and gives that checkpoint's weights."""
+  left with its checkpoints alone has its side files written again from the newest whole
+  one's record, and gives that checkpoint's weights (`RunDirectory.load_weights`)."""
   run_record.restore_side_files(model_dir)
   run = RunDirectory(model_dir)
   model = pretraining_model(run.config)
-  if tf.io.gfile.exists(os.path.join(model_dir, WEIGHTS_FILE)) or not run.has_checkpoint:
-    run.load_weights(model, run.config)
-  else:
-    _load_checkpoint_weights(model, model_dir)
+  run.load_weights(model, run.config)
   return Trained(model, run.config, run.vocabulary, run.lower_case, run.settings["seq_length"])
-
-
-def _load_checkpoint_weights(model: keras.Model, model_dir: str) -> None:
-  """The weights of the model_dir's latest checkpoint (its optimizer's and data position
-  left unread), said in a line: the run has not finished, or its final weights are gone."""
-  latest = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINTS))
-  log.info("%s has no %s: taking the weights of its latest checkpoint %s", model_dir,
-           WEIGHTS_FILE, latest)
-  status = tf.train.Checkpoint(model=model).restore(latest)
-  status.expect_partial().assert_existing_objects_matched()
 
 
 def export(trained: Trained, export_format: str, output: str, top_k: int = 5) -> str:

@@ -159,7 +159,17 @@ class RunDirectory(Source):
     self.check_finished()
 
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
+    """The final weights; a run without them (not finished, or its final weights gone) gives
+    its newest whole checkpoint's, said in a line (its optimizer and data position unread)."""
     self.check_config(config)
+    if (self.has_checkpoint
+        and not tf.io.gfile.exists(os.path.join(self.path, model_dir.WEIGHTS_FILE))):
+      checkpoint = model_dir.newest_whole(self.path, f"check {self.flag}")
+      log.info("%s has no %s: taking the weights of its checkpoint %s", self.path,
+               model_dir.WEIGHTS_FILE, checkpoint)
+      status = tf.train.Checkpoint(model=model).restore(checkpoint)
+      status.expect_partial().assert_existing_objects_matched()
+      return
     self.check_finished()
     model.load_weights(os.path.join(self.path, model_dir.WEIGHTS_FILE))
 

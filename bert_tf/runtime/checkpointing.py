@@ -9,12 +9,12 @@ this is written here on `tf.train.CheckpointManager`:
   model, vocabulary, settings and corpus were). TensorFlow writes the files first and the
   `checkpoint` index that names the latest one last, so a kill mid-write leaves the previous
   checkpoint as the latest.
-- The latest checkpoint unreadable (a truncated file, or a changed byte: TensorFlow keeps a
-  checksum of each tensor): a warning naming it, and the newest
-  readable one is restored; the `checkpoint` index lost: the checkpoints on disk are found and
-  indexed again. A save that fails (disk full): `TrainingStopped` naming the checkpoint, what
-  was written of it removed, the previous one still the latest. A weight that is not finite is
-  never saved.
+- The checkpoint restored is the newest whole one, chosen as every reader of a model_dir
+  chooses (`model_dir.newest_whole`): a newer one cut short or with a changed byte is passed
+  over in a line, and kept; the `checkpoint` index lost: the checkpoints on disk are found,
+  and the one restored is indexed again. A save that fails (disk full): `TrainingStopped`
+  naming the checkpoint, what was written of it removed, the previous one still the latest. A
+  weight that is not finite is never saved.
 - Under `MultiWorkerMirroredStrategy` every worker restores the newest step all of them have;
   a worker new to the run (more workers than it had) restores the chief's checkpoint of it.
 When a run saves and stops (every N steps, signals, non-finite losses): `stopping.py`.
@@ -22,15 +22,13 @@ When a run saves and stops (every N steps, signals, non-finite losses): `stoppin
 
 import logging
 import os
-import re
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import run_record
+from bert_tf import model_dir, run_record
 from bert_tf.errors import UserError
-from bert_tf.model_dir import CHECKPOINTS
 from bert_tf.runtime import failures
 
 log = logging.getLogger("bert_tf")
@@ -40,36 +38,21 @@ class TrainingStopped(Exception):
   """Training ended early: preempted (SIGTERM), a non-finite loss, a failed save or read."""
 
 
-class UnreadableCheckpoint(Exception):
-  """A checkpoint whose files cannot be read (truncated, missing)."""
-
-
-def _unreadable(path: str) -> str:
-  """Why the checkpoint `path` cannot be read, or "" when every tensor in it can."""
-  try:
-    reader = tf.train.load_checkpoint(path)
-    for name in reader.get_variable_to_shape_map():
-      reader.get_tensor(name)
-  except (IndexError, ValueError, tf.errors.OpError) as e:
-    return _first_line(e)
-  return ""
-
-
 def _first_line(error: Exception) -> str:
   return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 def _restore_fitting(checkpoint: tf.train.Checkpoint, path: str, advice: str,
                      partial: bool = False) -> None:
-  """Restores `path` into `checkpoint`; a checkpoint of another model is a UserError, one
-  that cannot be read an `UnreadableCheckpoint`."""
+  """Restores `path` into `checkpoint`; one that cannot be read or is of another model is a
+  one-line UserError."""
   try:
     status = checkpoint.restore(path)
     (status.expect_partial() if partial else status).assert_existing_objects_matched()
   except (AssertionError, IndexError, ValueError, tf.errors.OpError) as e:
-    reason = _unreadable(path)
+    reason = model_dir.why_not_whole(path)
     if reason:
-      raise UnreadableCheckpoint(f"the checkpoint {path} cannot be read: {reason}") from None
+      raise UserError(f"the checkpoint {path} cannot be read: {reason}: {advice}") from None
     raise UserError(f"the checkpoint {path} does not fit this model (another model, "
                     f"vocabulary or task? {advice}): {_first_line(e)}") from None
 
@@ -120,25 +103,16 @@ class Checkpointer:
     return int(self.optimizer.iterations.numpy())
 
   def restore(self, strategy: tf.distribute.Strategy | None = None) -> int:
-    """Restores the newest readable checkpoint, if any (warning about each newer one that
-    cannot be read); returns its step (0 when starting afresh). Under a multi-worker
-    `strategy` every worker restores the newest step that all of them have."""
+    """Restores the newest whole checkpoint, if any (`model_dir.newest_whole`: a line names
+    each newer one passed over); returns its step (0 when starting afresh). Under a
+    multi-worker `strategy` every worker restores the newest step that all of them have."""
     self.remove_partial_saves()  # of a run killed while saving
-    indexed = self.manager.checkpoints
-    paths = list(reversed(indexed or self._checkpoints_without_index()))  # newest first
-    for path in paths:
-      try:
-        self._restore(path)
-        break
-      except UnreadableCheckpoint as e:
-        log.warning("%s: resuming from the previous one", e)
-    else:
-      if paths:
-        raise UserError(f"no checkpoint in {self.manager.directory} can be read (the latest: "
-                        f"{paths[0]}): {self.advice}")
+    path = model_dir.newest_whole(self.manager.directory, self.advice)
+    if path:
+      self._restore(path)
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
       self._restore_common_step(strategy)
-    if paths and not indexed:
+    if path and not self.manager.checkpoints:
       self.save()  # indexed again, as the latest
     return self.step
 
@@ -157,20 +131,6 @@ class Checkpointer:
     return (any(name.split("/")[0] in self.read_only_names for name in names)
             or sum(name.split("/")[0] == "seed_states" for name in names)
             > self.seed_state_count)
-
-  def _checkpoints_without_index(self) -> list[str]:
-    """The checkpoints on disk, oldest first, when the `checkpoint` index file that names them
-    is removed or unreadable (else the run would start again over them)."""
-    directory = self.manager.directory
-    steps = sorted(int(m.group(1)) for m in (
-        re.fullmatch(r"ckpt-(\d+)\.index", os.path.basename(path))
-        for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))) if m)
-    paths = [os.path.join(directory, f"ckpt-{step}") for step in steps]
-    if paths:
-      log.warning("%s names no checkpoint (missing or unreadable), but %d are there: resuming "
-                  "from the newest readable one (the older ones are kept, not rotated)",
-                  os.path.join(directory, "checkpoint"), len(paths))
-    return paths
 
   def _restore_common_step(self, strategy: tf.distribute.MultiWorkerMirroredStrategy):
     """Goes back to the newest step every worker restored: workers killed at once can be
@@ -212,10 +172,11 @@ class Checkpointer:
     log.info("Restoring the chief's checkpoint %s: %s", path, why)
     self._restore(path)
 
-  def continue_from(self, model_dir: str) -> int:
+  def continue_from(self, run: str) -> int:
     """Takes the weights and the optimizer (moments, step, so the learning-rate schedule) of
-    another run's latest checkpoint: phase 2 going on from phase 1. Returns that step."""
-    latest = tf.train.latest_checkpoint(os.path.join(model_dir, CHECKPOINTS))
+    another run's (the model_dir `run`'s) newest whole checkpoint: phase 2 going on from phase
+    1. Returns that step."""
+    latest = model_dir.newest_whole(run, "check --init_checkpoint")
     _restore_fitting(tf.train.Checkpoint(model=self.model, optimizer=self.optimizer), latest,
                      "check --init_checkpoint", partial=True)
     return self.step

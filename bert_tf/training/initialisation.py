@@ -58,11 +58,9 @@ def _start_from(source: Source, model: keras.Model, bert_config: BertConfig,
 
 
 def _go_on_from(checkpointer: checkpointing.Checkpointer, config: TrainConfig) -> None:
-  """Takes the weights, optimizer and step of the --init_checkpoint run's latest checkpoint."""
-  try:
-    step = checkpointer.continue_from(config.init_checkpoint)
-  except checkpointing.UnreadableCheckpoint as e:
-    raise UserError(f"--init_checkpoint {config.init_checkpoint}: {e}") from None
+  """Takes the weights, optimizer and step of the --init_checkpoint run's newest whole
+  checkpoint."""
+  step = checkpointer.continue_from(config.init_checkpoint)
   if step >= config.train_steps:
     raise UserError(f"--init_checkpoint {config.init_checkpoint} is at step {step}, "
                     f"--train_steps {config.train_steps}: nothing to train (the steps go on "

@@ -132,21 +132,20 @@ class Probe:
   def scores(self, encoder: keras.Model) -> dict:
     """The dev figure after fine-tuning a copy of `encoder`, and (the first time) after the
     same from random weights of its shape. One task model serves both, its training step
-    traced once: tracing costs more than the steps."""
+    traced once (tracing costs more than the steps), put back as it was made in between: each
+    figure is a function of the encoder's weights and the seed alone."""
     with own_random_state(self.seed):
       copy = keras.models.clone_model(encoder)  # new layers, new (seeded) initial weights
       model = compile_task_model(
           self.task.head(copy, len(self.task.labels), 0.02), self.task.loss(),
           learning_rate=LEARNING_RATE, train_steps=self.steps, warmup_steps=self.steps // 10)
-      initial = model.get_weights()  # random encoder, new head
       if self._random_figure is None:
+        initial = [variable.numpy() for variable in model.variables]
         self._random_figure = self._fine_tuned_figure(model)
-        model.set_weights(initial)
-        for variable in model.optimizer.variables:  # its step and moments to 0
-          variable.assign(tf.zeros_like(variable))
+        _start_again(model, initial)
       copy.set_weights(encoder.get_weights())
       figure = self._fine_tuned_figure(model)
-    del copy, model, initial
+    del copy, model
     gc.collect()
     return {f"probe_{self.figure}": figure, f"probe_random_{self.figure}": self._random_figure}
 
@@ -163,6 +162,17 @@ class Probe:
     model.fit(self.train_batches, epochs=1, verbose=0, shuffle=False)  # shuffled by the order
     figures, _ = self.task.evaluate(model)
     return figures[f"dev_{self.figure}"]
+
+
+def _start_again(model: keras.Model, initial: list) -> None:
+  """Puts `model` back as it was made: its variables to `initial` (the weights and the
+  dropout layers' random-number states, which training advances: left advanced, a probe's
+  figure would depend on whether the random weights' was measured before it) and its
+  optimizer's step and moments to 0."""
+  for variable, value in zip(model.variables, initial):
+    variable.assign(value)
+  for variable in model.optimizer.variables:
+    variable.assign(tf.zeros_like(variable))
 
 
 def for_run(config, vocabulary: Vocabulary) -> Probe | None:
