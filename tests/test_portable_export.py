@@ -124,12 +124,12 @@ def test_each_format_and_quantization_exports_and_checks_itself(exported, model)
       seq_length = 32 if model == "encoder" else 24  # the run's, the fine-tune's
       endings = ["endings"] if model == "choose" else []  # a context paired with each ending
       assert description["inputs"] == {
-          name: {"dtype": "int32", "shape": ["batch", *endings, seq_length]}
+          name: {"dtype": "int32", "shape": ["batch", *endings, "tokens"]}
           for name in ("input_ids", "token_type_ids", "attention_mask")}
       shapes = ENCODER_SHAPES if model == "encoder" else task_kind(model).portable_shapes
       assert sorted(description["outputs"]) == sorted(shapes)
-      assert (description["quantize"], description["kind"], description["format"]) == (
-          quantize, model, export_format)
+      assert (description["quantize"], description["kind"], description["format"],
+              description["seq_length"]) == (quantize, model, export_format, seq_length)
       assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(model, [])
       assert sorted(os.listdir(directory)) == sorted([
           description["model_file"], "portable.json", "tokenizer.json", "vocab.txt"])

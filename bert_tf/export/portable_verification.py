@@ -104,10 +104,11 @@ def portable_outputs(exports: list[tuple[str, str]], texts: list[str], inputs: d
 def reference_inputs(vocabulary: Vocabulary, texts: list[str], *, lower_case: bool,
                      seq_length: int) -> tuple[list[list[int]], dict]:
   """The pre-training tokenizer's ids of each text ([CLS] text [SEP], cut to `seq_length`),
-  and the model's inputs of them, padded to `seq_length`."""
+  and the model's inputs of them, padded to the longest: the export takes the input's own
+  length."""
   tokenizer = vocabulary.tokenizer(lower_case)
   ids = [pair_ids(vocabulary, text_ids(tokenizer, text), [], seq_length)[0] for text in texts]
-  padded = np.full([len(ids), seq_length], vocabulary.pad_id, np.int32)
+  padded = np.full([len(ids), max(map(len, ids))], vocabulary.pad_id, np.int32)
   mask = np.zeros_like(padded)
   for row, row_ids in enumerate(ids):
     padded[row, :len(row_ids)], mask[row, :len(row_ids)] = row_ids, 1
@@ -126,7 +127,7 @@ def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str]
                                  seq_length=portable.seq_length)
   # Each text on its own along any axis between the batch and the sequence (one ending each).
   inner = [1] * (len(portable.input_shape) - 2)
-  inputs = {name: value.reshape([len(texts), *inner, portable.seq_length])
+  inputs = {name: value.reshape([len(texts), *inner, value.shape[-1]])
             for name, value in inputs.items()}
   expected = {name: np.asarray(value) for name, value in portable.outputs(
       *(inputs[name] for name in INPUTS)).items()}
