@@ -10,7 +10,7 @@ dev accuracy on the built-in task (the SavedModel on raw text too).
         --output_dir=runs/quickstart_builtin --noserving_export
     python benchmarks/serving.py --output_dir=runs/quickstart_builtin
     python benchmarks/serving.py --config=bert_base --runs=20 --batches=2  # random weights
-    python benchmarks/serving.py --quick  # bert_tiny's shape, a few calls: a minute
+    python benchmarks/serving.py --quick  # bert_tiny's shape, a few calls: minutes
 
 With `--config`, a classifier of that shape over data/vocab.txt, with random weights, stands
 for a fine-tuned one: its speed and size are the shape's, its dev accuracy would be chance and
