@@ -126,12 +126,12 @@ def test_each_format_and_quantization_exports_and_checks_itself(exported, model)
       seq_length = 32 if model == "encoder" else 24  # the run's, the fine-tune's
       endings = ["endings"] if model == "choose" else []  # a context paired with each ending
       assert description["inputs"] == {
-          name: {"dtype": "int32", "shape": ["batch", *endings, seq_length]}
+          name: {"dtype": "int32", "shape": ["batch", *endings, "tokens"]}
           for name in ("input_ids", "token_type_ids", "attention_mask")}
       shapes = ENCODER_SHAPES if model == "encoder" else task_kind(model).portable_shapes
       assert sorted(description["outputs"]) == sorted(shapes)
-      assert (description["quantize"], description["kind"], description["format"]) == (
-          quantize, model, export_format)
+      assert (description["quantize"], description["kind"], description["format"],
+              description["seq_length"]) == (quantize, model, export_format, seq_length)
       assert description.get("labels", []) == {"classify": CLASSES, "tag": TAGS}.get(model, [])
       assert sorted(os.listdir(directory)) == sorted([
           description["model_file"], "portable.json", "tokenizer.json", "vocab.txt"])
@@ -512,3 +512,54 @@ def test_an_examples_malformed_input_is_one_line(exported):
       ("regress", ["a text"], "error: input 1 has 1 part ('a text'): write it as 'TEXT_A ||| "
        "TEXT_B' (this fine-tune's examples are pairs)")):
     assert example_error(kind, exported[kind, "onnx", "none"][0], *arguments) == message
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("model", ["encoder", "classify", "choose"])
+def test_an_export_answers_at_the_inputs_own_length(exported, finetunes, model_dir, model):
+  """Exported at its longest (32, 24), each format at each quantization answers a batch of 8
+  and of 16 tokens and of its longest as the Keras model does at that length (the int8 ones
+  within their check's tolerance): no length is fixed in the graph."""
+  portable = (portable_encoder(load_trained(model_dir)) if model == "encoder"
+              else portable_finetuned(load_finetuned(finetunes[model])))
+  rng = np.random.default_rng(0)
+  for length in (8, 16, portable.seq_length):
+    shape = [2, *([3] if model == "choose" else []), length]
+    ids = rng.integers(5, 100, size=shape).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[0, ..., length - 3:] = 0  # the first example shorter than the batch's longest
+    inputs = {"input_ids": ids * mask, "token_type_ids": np.zeros_like(ids),
+              "attention_mask": mask}
+    expected = {name: np.asarray(value) for name, value in portable.outputs(
+        *(inputs[name] for name in portable_module.INPUTS)).items()}
+    for export_format in FORMATS:
+      for quantize in QUANTIZATIONS:
+        got = runtime_runner(export_format, exported[model, export_format, quantize][0])(inputs)
+        for name, value in expected.items():
+          assert got[name].shape == value.shape, (export_format, quantize, length, name)
+          scale = float(np.sqrt(np.mean(np.square(value))))  # the check's: its own scale
+          assert np.abs(got[name] - value).max() / scale <= TOLERANCES[quantize], (
+              export_format, quantize, length, name)
+
+
+@pytest.mark.e2e
+def test_the_savedmodel_pads_to_the_batchs_longest(finetunes, tmp_path):
+  """The classify signature pads a batch to its longest text, not to the sequence length: the
+  same probabilities as the Keras model on the same texts padded to the sequence length."""
+  import tensorflow_text  # noqa: F401  (the SavedModel's tokenizer's ops)
+
+  from bert_tf.finetune import data
+  from bert_tf.finetune.export import export_task
+  finetuned = load_finetuned(finetunes["classify"])
+  texts = ["A class.", "The for statement iterates over a sequence.", "Café naïve résumé."]
+  directory = export_task(finetuned.model, finetuned.task, finetuned.vocabulary,
+                          str(tmp_path / "classify"))
+  served = tf.saved_model.load(directory).signatures["classify"](text=tf.constant(texts))
+  full = data.text_encoder(finetuned.vocabulary, lower_case=True,
+                           seq_length=finetuned.task.seq_length)
+  longest = data.text_encoder(finetuned.vocabulary, lower_case=True,
+                              seq_length=finetuned.task.seq_length, pad_to_longest=True)
+  features = longest.features(tf.constant(texts))
+  assert features["token_ids"].shape[1] < finetuned.task.seq_length  # texts shorter than it
+  expected = tf.nn.softmax(finetuned.model(full.features(tf.constant(texts)), training=False))
+  np.testing.assert_allclose(served["probabilities"].numpy(), expected.numpy(), atol=1e-6)

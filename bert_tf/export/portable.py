@@ -3,14 +3,16 @@
 `vocab.txt` and `portable.json`, which says what goes in and comes out
 (docs/serving.md#litert-and-onnx).
 
-The model takes `input_ids`, `token_type_ids` and `attention_mask`, int32 `[batch, seq_length]`
-(any batch): the encoder gives its sequence and pooled outputs (`encoder_outputs`), a
+The model takes `input_ids`, `token_type_ids` and `attention_mask`, int32 `[batch, tokens]`
+(any batch, any length up to `seq_length`, so that a short input pays for its own length): the
+encoder gives its sequence and pooled outputs (`encoder_outputs`), a
 fine-tuned model its head's outputs as its kind declares them (`TaskKind.portable_outputs`,
 passed in by the fine-tuning layer). Both formats start from the same Keras function on ids:
 LiteRT through TensorFlow's converter on its SavedModel (Keras's `ExportArchive`, which holds
 the weights as the converter freezes them), ONNX through tf2onnx on the function wrapped as a
 Keras model, its exact GELU's `Erfc` written as `1 - Erf` (ONNX has no Erfc), with only the
-one of its graph optimizers that saves size (the others cost memory, not speed).
+one of its graph optimizers that saves size (the others cost memory, not speed), then rewritten
+for ONNX Runtime's int8 (`onnx_graph.py`).
 """
 
 import dataclasses
@@ -67,20 +69,22 @@ class PortableModel:
     return self.outputs_of(out)
 
   def input_signature(self) -> list[tf.TensorSpec]:
-    shape = [None] * (len(self.input_shape) - 1) + [self.seq_length]
+    """Every axis of any size: the batch, the tokens (up to `seq_length`: the position
+    embeddings the model has), multiple choice's endings."""
+    shape = [None] * len(self.input_shape)
     return [tf.TensorSpec(shape, tf.int32, name=name) for name in INPUTS]
 
   def description(self, export_format: str, quantize: str) -> dict:
     """portable.json: the file, its inputs and outputs, and the labels and settings that
-    post-processing needs."""
+    post-processing needs. A shape's `tokens` is the input's length, at most `seq_length`."""
     return {
         "format": export_format, "model_file": FORMATS[export_format].model_file,
         "quantize": quantize, "kind": self.kind, "seq_length": self.seq_length,
         "lower_case": self.lower_case, "tokenizer": TOKENIZER_FILE,
-        "inputs": {name: {"dtype": "int32", "shape": [*self.input_shape[:-1], self.seq_length]}
+        "inputs": {name: {"dtype": "int32", "shape": [*self.input_shape[:-1], "tokens"]}
                    for name in INPUTS},
         "outputs": {name: {"dtype": "float32", "shape": [
-            self.seq_length if dim == "seq_length" else dim for dim in shape]}
+            "tokens" if dim == "seq_length" else dim for dim in shape]}
             for name, shape in self.shapes.items()},
         **self.task,
     }
@@ -150,6 +154,8 @@ def _onnx(portable: PortableModel, quantizations: list[str], scratch: str) -> di
   import tf2onnx
   from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
 
+  from bert_tf.export.onnx_graph import einsums_as_matmuls, gelus_fused, layer_norms_fused
+
   # Of tf2onnx's graph optimizers, only the one that merges duplicated constants (without it
   # the file is up to a fifth larger). tf2onnx deep-copies its graph, weights and all, before
   # each optimizer on each pass, and the copies (reference cycles) wait for Python's cyclic
@@ -161,6 +167,12 @@ def _onnx(portable: PortableModel, quantizations: list[str], scratch: str) -> di
       _OnIds(portable), input_signature=portable.input_signature(), opset=ONNX_OPSET,
       custom_op_handlers={"Erfc": (_erfc_as_one_minus_erf, [])},
       optimizers={"merge_duplication": MergeDuplicatedNodesOptimizer})
+  # What ONNX Runtime's int8 needs to reach every weight and as little else as possible to
+  # stay float32: attention's einsums as MatMuls (quantize_dynamic quantizes MatMul only), layer
+  # norms and GELUs each one op (bert_tf/export/onnx_graph.py).
+  einsums_as_matmuls(proto)
+  layer_norms_fused(proto)
+  gelus_fused(proto)
   models = {"none": proto.SerializeToString()}
   if "fp16" in quantizations:
     from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -171,9 +183,14 @@ def _onnx(portable: PortableModel, quantizations: list[str], scratch: str) -> di
     float_path, int8_path = (os.path.join(scratch, name) for name in ("float.onnx", "int8.onnx"))
     with open(float_path, "wb") as f:
       f.write(models["none"])
-    # Unsigned int8 weights: signed ones saturate in ONNX Runtime's kernel for CPUs without
-    # VNNI (AVX2: VPMADDUBSW), outputs off by a quarter of their scale; as fast here.
-    quantize_dynamic(float_path, int8_path, weight_type=QuantType.QUInt8)
+    # Signed 7-bit weights (QInt8, reduce_range): signed, so that a CPU with VNNI (AVX-512 or
+    # AVX) multiplies them with its u8s8 instruction (unsigned weights take a path twice as
+    # slow); 7 bits, so that a CPU without (AVX2's VPMADDUBSW, which sums two u8 x s8 products
+    # in 16 bits) cannot saturate, as 8-bit signed weights did (a tagger's logits a quarter of
+    # their scale off). One file right on both. The Gelu op is ONNX Runtime's, which its shape
+    # inference does not know: its tensors are float32.
+    quantize_dynamic(float_path, int8_path, weight_type=QuantType.QInt8, reduce_range=True,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     with open(int8_path, "rb") as f:
       models["int8"] = f.read()
   return models

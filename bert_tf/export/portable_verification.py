@@ -97,10 +97,11 @@ def portable_outputs(exports: list[tuple[str, str]], texts: list[str], inputs: d
 def reference_inputs(vocabulary: Vocabulary, texts: list[str], *, lower_case: bool,
                      seq_length: int) -> tuple[list[list[int]], dict]:
   """The pre-training tokenizer's ids of each text ([CLS] text [SEP], cut to `seq_length`),
-  and the model's inputs of them, padded to `seq_length`."""
+  and the model's inputs of them, padded to the longest: the export takes the input's own
+  length."""
   tokenizer = vocabulary.tokenizer(lower_case)
   ids = [pair_ids(vocabulary, text_ids(tokenizer, text), [], seq_length)[0] for text in texts]
-  padded = np.full([len(ids), seq_length], vocabulary.pad_id, np.int32)
+  padded = np.full([len(ids), max(map(len, ids))], vocabulary.pad_id, np.int32)
   mask = np.zeros_like(padded)
   for row, row_ids in enumerate(ids):
     padded[row, :len(row_ids)], mask[row, :len(row_ids)] = row_ids, 1
@@ -124,8 +125,8 @@ def verification_pairs(portable: PortableModel, texts: list[str]) -> list[list[t
 def model_inputs(vocabulary: Vocabulary, examples: list[list[tuple]], *, lower_case: bool,
                  seq_length: int, endings: bool) -> dict:
   """The model's inputs of `verification_pairs`: each pair as the pre-training tokenizer's ids
-  cut as in training, padded to `seq_length` ([examples, seq_length], or [examples, endings,
-  seq_length] with `endings`); an absent ending all padding."""
+  cut as in training, padded to the longest ([examples, longest], or [examples, endings,
+  longest] with `endings`); an absent ending all padding."""
   tokenizer = vocabulary.tokenizer(lower_case)
   shape = [len(examples), max(len(pairs) for pairs in examples), seq_length]
   inputs = {name: np.zeros(shape, np.int32) for name in INPUTS}
@@ -138,6 +139,8 @@ def model_inputs(vocabulary: Vocabulary, examples: list[list[tuple]], *, lower_c
         inputs["input_ids"][i, j, :len(ids)] = ids
         inputs["token_type_ids"][i, j, :len(ids)] = types
         inputs["attention_mask"][i, j, :len(ids)] = 1
+  longest = int(inputs["attention_mask"].sum(-1).max())  # the export takes the input's length
+  inputs = {name: value[..., :longest] for name, value in inputs.items()}
   return inputs if endings else {name: value[:, 0] for name, value in inputs.items()}
 
 

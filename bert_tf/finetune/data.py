@@ -125,15 +125,20 @@ def read_task(train_file: str, dev_file: str, text_columns: str, label_column: s
 
 class TextEncoder(tf.Module):
   """Raw text (one string tensor, or two for pairs) -> the encoder's features, padded to
-  `seq_length`: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, the longer text cut first, as in
-  pre-training. An empty second text is none, as in original BERT's run_classifier.py:
-  `[CLS] a [SEP]` (as the SavedModel's and the verification's inputs have it)."""
+  `seq_length` (training's fixed shape) or, `pad_to_longest`, to the batch's longest (serving:
+  a batch of short texts costs their length, not the sequence's; the same outputs, padding
+  being masked): `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, cut to `seq_length`, the longer
+  text first, as in pre-training. An empty second text is none, as in original BERT's
+  run_classifier.py: `[CLS] a [SEP]` (as the SavedModel's and the verification's inputs have
+  it)."""
 
-  def __init__(self, vocabulary: Vocabulary, *, lower_case: bool, seq_length: int):
+  def __init__(self, vocabulary: Vocabulary, *, lower_case: bool, seq_length: int,
+               pad_to_longest: bool = False):
     super().__init__(name="text_encoder")
     self.tokenizer = vocabulary.tokenizer(lower_case)
     self.cls_id, self.sep_id = vocabulary.cls_id, vocabulary.sep_id
     self.seq_length = seq_length
+    self.pad_to_longest = pad_to_longest
     # Traced once for one text and once for pairs. Wrapping the bound method (rather than
     # decorating it, which holds the encoder by a weak reference) keeps an encoder made and
     # called in one expression alive while it runs.
@@ -146,19 +151,25 @@ class TextEncoder(tf.Module):
     token_ids, segment_ids = combined_pair(
         self._tokens(text_a), None if text_b is None else self._tokens(text_b),
         seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id)
-    token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
+    if self.pad_to_longest:
+      token_ids, segment_ids, padding_mask = (
+          token_ids.to_tensor(), segment_ids.to_tensor(), tf.ones_like(token_ids).to_tensor())
+    else:
+      token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
+      segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
     return {"token_ids": tf.cast(token_ids, tf.int32),
             "segment_ids": tf.cast(segment_ids, tf.int32),
             "padding_mask": tf.cast(padding_mask, tf.int32)}
 
 
 @functools.lru_cache(maxsize=8)
-def text_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int) -> TextEncoder:
+def text_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int,
+                 pad_to_longest: bool = False) -> TextEncoder:
   """The process's `TextEncoder` for these settings: its `features`, traced once, serve every
   dataset, Keras function and export of the process (a sweep's runs, GLUE's nine tasks), where
   tracing the tokenizer anew for each would cost seconds."""
-  return TextEncoder(vocabulary, lower_case=lower_case, seq_length=seq_length)
+  return TextEncoder(vocabulary, lower_case=lower_case, seq_length=seq_length,
+                     pad_to_longest=pad_to_longest)
 
 
 def dataset(examples: Examples, classes: list[str], text_encoder: TextEncoder, *,

@@ -71,10 +71,12 @@ class ContextOnly(keras.layers.Layer):
   start nor end: anywhere but `[CLS]` and the context (segment 1, its final `[SEP]` excepted)."""
 
   def call(self, logits, segment_ids, padding_mask):
-    positions = ops.arange(ops.shape(logits)[-1])[None, :]  # [1, seq]
+    # expand_dims, not [None, :]: LiteRT's converter cannot take a strided slice that adds an
+    # axis when the length is not fixed (the export takes any length).
+    positions = ops.expand_dims(ops.arange(ops.shape(logits)[-1]), 0)  # [1, seq]
     final_sep = ops.sum(padding_mask, axis=-1, keepdims=True) - 1  # [batch, 1]
     allowed = (positions == 0) | ((segment_ids == 1) & (positions < final_sep))  # [batch, seq]
-    return ops.where(allowed[:, None, :], logits, NOT_AN_ANSWER)
+    return ops.where(ops.expand_dims(allowed, 1), logits, NOT_AN_ANSWER)
 
 
 def span_model(encoder: keras.Model, *, initializer_range: float = 0.02) -> keras.Model:

@@ -10,7 +10,6 @@ and accents.
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.token_offsets import tokenize_with_offsets
@@ -33,11 +32,12 @@ class WordTagger(tf.Module):
 
   def _predicted(self, ids: tf.RaggedTensor) -> tf.Tensor:
     """ids: [batch, (pieces)] -> the predicted tag id of every position of
-    `[CLS] pieces [SEP]`, int64 [batch, seq_length]."""
+    `[CLS] pieces [SEP]`, int64 [batch, tokens]: padded to the batch's longest (at most
+    `seq_length`; a word past it is in a row that long)."""
     token_ids, segment_ids = combined_pair(ids, seq_length=self.seq_length, cls_id=self.cls_id,
                                            sep_id=self.sep_id)
-    token_ids, padding_mask = tf_text.pad_model_inputs(token_ids, self.seq_length)
-    segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.seq_length)
+    token_ids, segment_ids, padding_mask = (
+        token_ids.to_tensor(), segment_ids.to_tensor(), tf.ones_like(token_ids).to_tensor())
     logits = self.model({"token_ids": tf.cast(token_ids, tf.int32),
                          "segment_ids": tf.cast(segment_ids, tf.int32),
                          "padding_mask": tf.cast(padding_mask, tf.int32)}, training=False)

@@ -55,10 +55,12 @@ class ChooserModule(tf.Module):
             "ending": tf.gather(endings, chosen, batch_dims=1)}
 
 
-def choice_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int) -> ChoiceEncoder:
-  """The `ChoiceEncoder` of a vocabulary, case and sequence length: the classifier's pairs."""
+def choice_encoder(vocabulary: Vocabulary, *, lower_case: bool, seq_length: int,
+                   pad_to_longest: bool = False) -> ChoiceEncoder:
+  """The `ChoiceEncoder` of a vocabulary, case and sequence length: the classifier's pairs
+  (padded to the batch's longest pair for serving: `TextEncoder`)."""
   return ChoiceEncoder(data.text_encoder(vocabulary, lower_case=lower_case,
-                                         seq_length=seq_length))
+                                         seq_length=seq_length, pad_to_longest=pad_to_longest))
 
 
 class ChooseReference:
@@ -145,7 +147,7 @@ class Choose(TaskKind):
   @classmethod
   def serving(cls, model: keras.Model, task, vocabulary) -> Serving:
     module = ChooserModule(model, choice_encoder(vocabulary, lower_case=task.lower_case,
-                                                 seq_length=task.seq_length))
+                                                 seq_length=task.seq_length, pad_to_longest=True))
     return Serving(module, module.choose, {})
 
   @classmethod

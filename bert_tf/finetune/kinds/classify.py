@@ -123,7 +123,7 @@ class Classify(TextTask):
   @classmethod
   def serving(cls, model: keras.Model, task, vocabulary) -> Serving:
     encoder = data.text_encoder(vocabulary, lower_case=task.lower_case,
-                                seq_length=task.seq_length)
+                                seq_length=task.seq_length, pad_to_longest=True)
     return classifier_serving(model, encoder, task.labels, pair=task.pair)
 
   @classmethod

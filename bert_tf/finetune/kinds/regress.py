@@ -85,7 +85,7 @@ class Regress(TextTask):
   @classmethod
   def serving(cls, model: keras.Model, task, vocabulary) -> Serving:
     module = RegressorModule(model, data.text_encoder(
-        vocabulary, lower_case=task.lower_case, seq_length=task.seq_length))
+        vocabulary, lower_case=task.lower_case, seq_length=task.seq_length, pad_to_longest=True))
     return Serving(module, text_signature(module.outputs, task.pair), {})
 
   @staticmethod
