@@ -1,9 +1,10 @@
 """Journey: a published BERT adapted to your domain, as README.md prints it.
 
-The commands of README's section "A published BERT adapted to your domain" are read from the
-page and run as printed, in a directory laid out as they expect: the model in a folder as
-Google's releases are (`uncased_L-12_H-768_A-12/` with `bert_config.json`, `vocab.txt` and
-`bert_model.ckpt.*`), the corpus in `corpus/*.txt`, `configs/` and `train.py` of this checkout.
+The commands of README's section "A published BERT adapted to your domain" (its block marked
+`adapt`, tests/journeys.py) are read from the page and run as printed, in a directory laid out
+as they expect: the model in a folder as Google's releases are (`uncased_L-12_H-768_A-12/`
+with `bert_config.json`, `vocab.txt` and `bert_model.ckpt.*`), the corpus in `corpus/*.txt`,
+`configs/` and `train.py` of this checkout.
 The model is small and of a shape no preset has, so that only its own `bert_config.json` says
 it: the commands give no `--config`. The same run from a Hugging Face directory is
 docs/adapting.md's command. A few flags are appended for size (two steps, short sequences).
@@ -12,11 +13,11 @@ A documented command that changes without its journey fails here."""
 import json
 import os
 import re
-import shlex
 import shutil
 
 import pytest
 
+import journeys
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
@@ -30,20 +31,12 @@ FOR_SIZE = ["--train_steps=2", "--warmup_steps=1", "--checkpoint_every=2",
             "--eval_steps=1", "--noserving_export"]
 
 
-def documented_commands(page: str, heading: str) -> list[list[str]]:
-  """The shell commands of the first `sh` block under `heading` in `page` (a path under the
-  repository), each as its words (a line ending in a backslash goes on on the next), without
-  the leading `python`."""
-  text = open(os.path.join(ROOT, page), encoding="utf-8").read()
-  section = re.search(rf"^#+ {re.escape(heading)}\n(.*?)(?=^#+ |\Z)", text,
-                      re.DOTALL | re.MULTILINE)
-  assert section, f"{page} has no section {heading!r}"
-  block = re.search(r"^```sh\n(.*?)^```", section.group(1), re.DOTALL | re.MULTILINE)
-  assert block, f"{page}'s section {heading!r} has no sh block"
-  commands = [shlex.split(line) for line in block.group(1).replace("\\\n", " ").splitlines()
-              if line.strip()]
-  assert all(words[0] == "python" for words in commands), commands
-  return [words[1:] for words in commands]
+def documented_commands(doc: str, name: str) -> list[list[str]]:
+  """The commands of the block marked `<!-- journey: NAME -->` in `doc` (tests/journeys.py),
+  each without its leading `python` (`helpers.run` runs this interpreter)."""
+  found = journeys.commands(doc, name)
+  assert all(argv[0] == "python" for argv in found), found
+  return [argv[1:] for argv in found]
 
 
 def shape_of_no_preset(vocab_size: int) -> BertConfig:
@@ -87,7 +80,7 @@ def trained(place, command: list[str], model_dir: str) -> tuple[dict, str]:
 @pytest.mark.e2e
 def test_readme_adapts_a_google_release_without_config(journey):
   place, shape = journey
-  report, adapt = documented_commands("README.md", "A published BERT adapted to your domain")
+  report, adapt = documented_commands("README.md", "adapt")
   assert report[:2] == ["-m", "bert_tf.vocab"] and adapt[0] == "train.py"
   assert not any(word.startswith("--config") for word in adapt)
   fit = run(report, cwd=str(place))
@@ -104,7 +97,7 @@ def test_readme_adapts_a_google_release_without_config(journey):
 @pytest.mark.e2e
 def test_adapting_md_adapts_a_hugging_face_directory_without_config(journey):
   place, shape = journey
-  [adapt] = documented_commands("docs/adapting.md", "From a Hugging Face directory")
+  [adapt] = documented_commands("docs/adapting.md", "adapt_hf")
   assert not any(word.startswith("--config") for word in adapt)
   written, log = trained(place, adapt, "runs/domain_hf")
   assert "Initialising from bert-base-uncased (a Hugging Face directory)" in log
