@@ -59,11 +59,12 @@ class Start:
     group's key, then the draws' number: `mixture.py`)."""
     if isinstance(position, Start):
       return position
+    is_vector = isinstance(position, (list, tuple))
+    if not is_vector and position == stream_position.BEGINNING:
+      return cls()
     if groups is None:
       return cls((StreamStart(int(position)),))
-    if position == stream_position.BEGINNING:
-      return cls()
-    if not isinstance(position, (list, tuple)) or len(position) != groups + 1:
+    if not is_vector or len(position) != groups + 1:
       raise ValueError(f"{position} is not a position of a mixture of {groups}")
     return cls(tuple(StreamStart(int(key)) for key in position[:-1]), int(position[-1]))
 
