@@ -1,17 +1,18 @@
-"""`pretraining_dataset`: corpus files to batches that `model.fit` takes (docs/design.md#pieces).
+"""`text_batches`: an input plan's corpus files to batches that `model.fit` takes
+(docs/design.md#pieces); `pretraining_dataset`, its keyword front for a notebook.
 
 Stages, all tf ops:
   files -> pieces of about 8 MiB (this pipeline's share, in an order drawn from the epoch)
   -> per piece: documents streamed -> WordPiece, in blocks (cached on disk if asked) ->
   (block shuffle) -> windows of documents -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking ->
-  (block shuffle) -> examples -> batches.
+  (block shuffle) -> examples -> batches (`batching.py`, every reader's last stage).
 
 Reproducibility and seeking: every random choice is a stateless op keyed on `seed`, the
 epoch, the piece and the window's index in it, so the same seed gives the same batches bit for
 bit, each epoch pairs and masks afresh, and a piece gives the same examples whatever came
-before it. That makes the stream seekable: `start_position` (`stream_position.py`) starts it
-at any example by recomputing at most one piece. Groups of files mixed by weight each have such
-a stream, and `mixture.py` draws the examples from them.
+before it. That makes the stream seekable: an input pipeline's `Start` (`input_plan.py`, keys
+of `stream_position.py`) starts it at any example by recomputing at most one piece. Groups of
+files mixed by weight each have such a stream, and `mixture.py` draws the examples from them.
 """
 
 import functools

@@ -1,5 +1,6 @@
-"""`records_dataset`: original BERT's pre-training TFRecords to the batches `model.fit` takes,
-the same features, labels and weights as `pipeline.pretraining_dataset` (docs/records.md).
+"""`record_batches`: an input plan's original BERT pre-training TFRecords to the batches
+`model.fit` takes, the same features, labels and weights as `pipeline.text_batches`
+(docs/records.md); `records_dataset`, its keyword front for a notebook.
 
 An input pipeline reads its files (or its share of every file's records, when the files are
 fewer than the pipelines) in one of two orders:
@@ -14,9 +15,9 @@ fewer than the pipelines) in one of two orders:
 
 After another number of pipelines (`piece_deal.py`), a pipeline first reads the parts of
 files it carries on, one after the other, in its order's way (`_Carried`). Then examples ->
-batches. Either way an example depends only on its record position (`record_position.py`),
-and the stream starts at any position by skipping the records (read, not parsed) before the
-position's block.
+batches (`batching.py`). Either way an example depends only on its record position
+(`record_position.py`), and the stream starts at any position by skipping the records (read,
+not parsed) before the position's block.
 """
 
 import tensorflow as tf
