@@ -128,17 +128,11 @@ class Statistics:
 
 def audited_batches(config, vocabulary, batch_size: int):
   """The batches a run of `config` trains on; from text with the facts of each pair."""
-  from bert_tf.data.data_settings import RECORDS, pipeline_options, records_options
-  from bert_tf.data.pipeline import pretraining_dataset
-  from bert_tf.data.record_dataset import records_dataset
+  from bert_tf.data import input_plan, readers
 
-  if config.input_format == RECORDS:
-    return records_dataset(config.input_files, vocabulary, batch_size=batch_size,
-                           seed=config.seed, **records_options(config))
-  return pretraining_dataset(
-      config.input_files, vocabulary, batch_size=batch_size, seed=config.seed,
-      data_dir=config.data_dir, with_pairs=True, weights=config.weights(),
-      **pipeline_options(config))
+  plan = input_plan.from_settings(config, vocabulary,
+                                  batching=input_plan.Batching(batch_size, with_pairs=True))
+  return readers.batches(plan)
 
 
 def _grown(config, vocabulary):

@@ -73,17 +73,16 @@ def write_records(config: PrepareConfig, vocabulary, report=None) -> dict:
   `report(records_written)` is called after each batch. Each document is tokenized once: the
   first epoch caches the tokens in a local temporary directory, the others pair and mask them
   anew."""
-  from bert_tf.data.data_settings import pipeline_options
+  from bert_tf.data import input_plan
   from bert_tf.data.holdout import Holdout
-  from bert_tf.data.pipeline import pretraining_dataset
+  from bert_tf.data.pipeline import text_batches
 
   holdout = Holdout(config.eval_fraction, held_out=False) if config.eval_fraction else None
   with tempfile.TemporaryDirectory(prefix="bert_tf_tokens_") as token_cache:
-    examples = pretraining_dataset(
-        config.input_files, vocabulary, batch_size=BATCH, seed=config.seed,
-        data_dir=config.data_dir, with_positions=True, holdout=holdout,
-        token_cache=token_cache if config.dupe_factor > 1 else "",
-        **pipeline_options(config))
+    examples = text_batches(input_plan.from_settings(
+        config, vocabulary, holdout=holdout, batching=input_plan.Batching(
+            BATCH, with_positions=True),
+        token_cache=token_cache if config.dupe_factor > 1 else ""))
     return _write(config, examples, report)
 
 

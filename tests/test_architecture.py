@@ -2,7 +2,9 @@
 runtime, then fine-tuning, then pre-training, then the commands. No module imports from a layer
 above its own; of pre-training's modules only the probe imports fine-tuning's; and only
 `bert_tf/model/keras_internals.py` touches Keras's internals. No modules import each other in a
-circle, and no test module imports another."""
+circle, and no test module imports another. Functions stay small: none of the package longer
+than 60 lines, none of `bert_tf/data` with more than 10 parameters (the readers take an input
+plan, not the settings flattened into keywords)."""
 
 import ast
 import os
@@ -154,6 +156,54 @@ def test_only_the_internals_module_touches_keras_internals(module):
   assert "keras.src" not in text
   uses = _private_uses(ast.parse(text))
   assert not uses, f"{module} uses private attributes: {uses}"
+
+
+MAX_LINES, MAX_DATA_PARAMETERS = 60, 10
+
+
+def _functions(module: str) -> list:
+  """(name, parameters, lines) of every function and method of `module` (`_counted`)."""
+  with open(MODULES[module], encoding="utf-8") as f:
+    return _counted(ast.parse(f.read()))
+
+
+def _counted(tree: ast.Module) -> list:
+  """(name, parameters, lines) of every function and method of `tree`: the parameters counted
+  as written (`*args` and `**options` one each), a method's `self` or `cls` not."""
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      arguments = node.args
+      names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                               *filter(None, (arguments.vararg, arguments.kwarg)))]
+      if names and names[0] in ("self", "cls"):
+        names = names[1:]
+      found.append((node.name, len(names), node.end_lineno - node.lineno + 1))
+  return found
+
+
+def test_the_counts_of_parameters_and_lines():
+  """What the two checks below count, on a function and a method written for the purpose."""
+  body = "\n".join(f"  x{i} = {i}" for i in range(60))
+  source = (f"def long(a, b, /, c, *d, e, f=1, **g):\n{body}\n"
+            "class C:\n  def method(self, a):\n    return a\n")
+  assert _counted(ast.parse(source)) == [("long", 7, 61), ("method", 1, 2)]
+
+
+def test_no_function_is_longer_than_a_screen():
+  """A function of more than 60 lines does more than one thing: its parts get names."""
+  long = [f"{module}.{name}: {lines} lines" for module in sorted(MODULES)
+          for name, _, lines in _functions(module) if lines > MAX_LINES]
+  assert not long, long
+
+
+def test_no_data_function_takes_more_than_ten_parameters():
+  """The input pipeline's settings travel as one plan (`bert_tf/data/input_plan.py`), not
+  flattened into keywords and rebuilt on the other side."""
+  many = [f"{module}.{name}: {count} parameters" for module in sorted(MODULES)
+          if module.startswith("bert_tf.data.")
+          for name, count, _ in _functions(module) if count > MAX_DATA_PARAMETERS]
+  assert not many, many
 
 
 @pytest.mark.e2e

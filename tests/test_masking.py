@@ -36,13 +36,16 @@ def _rows(rng, lengths, seq_length, piece_rate=0.0):
   return token_ids, np.array(lengths, np.int32)
 
 
+def _ids(replacement_ids=REPLACEMENTS):
+  return masking.MaskingIds(tf.constant(NEVER_PREDICTED, tf.int32), MASK,
+                            tf.constant(replacement_ids, tf.int32), _continuation())
+
+
 def _mask(token_ids, lengths, seed=(0, 0), *, max_predictions=8, masked_lm_prob=0.15,
           replacement_ids=REPLACEMENTS, **kwargs):
   masked = masking.mask_tokens(
       tf.constant(token_ids), tf.constant(lengths), tf.constant(seed, tf.int64),
-      special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
-      replacement_ids=tf.constant(replacement_ids, tf.int32), continuation=_continuation(),
-      max_predictions=max_predictions, masked_lm_prob=masked_lm_prob, **kwargs)
+      _ids(replacement_ids), masking.Masking(max_predictions, masked_lm_prob, **kwargs))
   return {k: getattr(masked, k).numpy() for k in (
       "token_ids", "masked_positions", "masked_ids", "masked_weights")}
 
@@ -333,10 +336,8 @@ def test_in_a_tf_function():
   @tf.function
   def mask(token_ids, lengths):
     return masking.mask_tokens(
-        token_ids, lengths, tf.constant([1, 2], tf.int64),
-        special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
-        replacement_ids=tf.constant(REPLACEMENTS, tf.int32), continuation=_continuation(),
-        max_predictions=8, masked_lm_prob=0.15)
+        token_ids, lengths, tf.constant([1, 2], tf.int64), _ids(),
+        masking.Masking(max_predictions=8, masked_lm_prob=0.15))
 
   graph = mask(tf.constant(token_ids), tf.constant(lengths))
   eager = _mask(token_ids, lengths, seed=(1, 2))
@@ -354,10 +355,8 @@ def test_whole_words_in_a_tf_function_of_static_shape():
   @tf.function
   def mask(token_ids, lengths):
     return masking.mask_tokens(
-        token_ids, lengths, tf.constant([1, 2], tf.int64),
-        special_ids=tf.constant(NEVER_PREDICTED, tf.int32), mask_id=MASK,
-        replacement_ids=tf.constant(REPLACEMENTS, tf.int32), continuation=_continuation(),
-        max_predictions=8, masked_lm_prob=0.15, whole_word_masking=True)
+        token_ids, lengths, tf.constant([1, 2], tf.int64), _ids(),
+        masking.Masking(max_predictions=8, masked_lm_prob=0.15, whole_word_masking=True))
 
   graph = mask(tf.constant(token_ids), tf.constant(lengths))
   eager = _mask(token_ids, lengths, seed=(1, 2), whole_word_masking=True)

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import audit
-from bert_tf.data import corpus, holdout, stream_position
+from bert_tf.data import corpus, holdout, input_plan, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.data_settings import MixtureConfig
 from bert_tf.data.pipeline import pretraining_dataset
@@ -210,7 +210,8 @@ def test_a_mixed_run_goes_on_on_any_number_of_replicas(groups, tmp_path, vocab_f
   from them as saved; a run of one deals each group's unread pieces within the group and
   draws on from the largest number drawn (the documents counted: test_resizing.py); a changed
   stream starts every group at its next epoch on any number, the draws from their first."""
-  config = config_of(groups, tmp_path, vocab_file, data_dir)
+  plan = input_plan.from_settings(config_of(groups, tmp_path, vocab_file, data_dir),
+                                  Vocabulary(vocab_file))
   two = DataPosition(2, 2, width=len(WEIGHTS) + 1)
   saved_keys = [[stream_position.encode(0, 0, 5), stream_position.encode(1, 0, 2), 40],
                 [stream_position.encode(0, 0, 9), -1, 41]]
@@ -219,11 +220,11 @@ def test_a_mixed_run_goes_on_on_any_number_of_replicas(groups, tmp_path, vocab_f
       str(tmp_path / "two"))
   same = DataPosition(2, 2, width=len(WEIGHTS) + 1)
   tf.train.Checkpoint(data_position=same.saved).restore(saved).expect_partial()
-  assert resizing.carry_on(same, saved, config) == ""
+  assert resizing.carry_on(same, saved, plan) == ""
   assert same.start(2, 1) == [stream_position.encode(0, 0, 10), 0, 42]
   one = DataPosition(1, 1, width=len(WEIGHTS) + 1)
   tf.train.Checkpoint(data_position=one.saved).restore(saved).expect_partial()
-  assert resizing.carry_on(one, saved, config).startswith(
+  assert resizing.carry_on(one, saved, plan).startswith(
       "2 replicas -> 1 (input pipelines 2 -> 1): the ")
   assert [group.carried_epoch for group in one.layout.groups] == [0, 1]
   assert one.start(1, 0)[-1] == 42

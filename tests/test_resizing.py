@@ -23,14 +23,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import piece_deal, record_position, records, stream_position
+from bert_tf.data import input_plan, piece_deal, record_position, records, stream_position
 from bert_tf.data.data_position import DataPosition, next_keys, read_layout
+from bert_tf.data.input_plan import Start, StreamStart
 from bert_tf.data.pipeline import pretraining_dataset
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.training import resizing
 from bert_tf.training.train_settings import TrainConfig
 from helpers import finish, start, start_workers
+
+BEGINNING = Start()  # every stream of a pipeline at its first example
 
 DOCUMENTS, BATCH = 96, 8
 # Every document whole in its example (no shorter targets, none truncated): the same tokens in
@@ -118,9 +121,8 @@ def trained(corpus, vocabulary, checkpoint):
                  else piece_deal.first_key(layout.carried_epoch, carried))
     stream = pretraining_dataset(
         corpus, vocabulary, batch_size=1, num_shards=layout.pipelines, shard_index=pipeline,
-        start_position=start_key, with_positions=True,
-        **({"carried": carried, "carried_epoch": layout.carried_epoch} if carried else {}),
-        **STREAM)
+        start_position=Start((StreamStart(start_key, carried or (), layout.carried_epoch),)),
+        with_positions=True, **STREAM)
     for features, labels, weights in stream.as_numpy_iterator():
       key = int(features.pop(stream_position.FEATURE)[0])
       if key >= ends[pipeline]:
@@ -202,22 +204,22 @@ def saved(tmp_path, name, last_keys, pipelines):
                              data_layout=position.saved_layout).write(str(tmp_path / name))
 
 
-def resumed(path, config, pipelines, width=None):
+def resumed(path, plan, pipelines, width=None):
   """The position of `path` restored by a run of `pipelines` replicas in as many pipelines,
   carried on (`resizing.carry_on`), and the line that says what changed."""
   position = DataPosition(pipelines, pipelines, width)
   tf.train.Checkpoint(data_position=position.saved).read(path).expect_partial()
-  return position, resizing.carry_on(position, path, config)
+  return position, resizing.carry_on(position, path, plan)
 
 
-def mixed_examples(groups, vocabulary, pipeline, pipelines, **reading):
+def mixed_examples(groups, vocabulary, pipeline, pipelines, start=BEGINNING):
   """(group, epoch, document, positions) of a mixed pipeline's examples; `epoch` is the one
   of the group's stream the example's piece was read in (a carried piece's own)."""
-  carried = reading.get("carried") or [None] * len(WEIGHTS)
-  epochs = reading.get("carried_epoch") or [-1] * len(WEIGHTS)
+  carried = [start.stream(group).carried for group in range(len(WEIGHTS))]
+  epochs = [start.stream(group).carried_epoch for group in range(len(WEIGHTS))]
   stream = pretraining_dataset(groups, vocabulary, batch_size=1, weights=WEIGHTS,
                                num_shards=pipelines, shard_index=pipeline, with_positions=True,
-                               with_pairs=True, **reading, **STREAM)
+                               with_pairs=True, start_position=start, **STREAM)
   for features, labels, weights, facts in stream.as_numpy_iterator():
     positions = features.pop(stream_position.FEATURE)[0]
     group = int(facts["group"][0])
@@ -246,22 +248,23 @@ def test_a_mixture_goes_on_in_fewer_pipelines_group_by_group(tmp_path, groups, d
   pipeline draws with the weights, from numbers no old pipeline had drawn; stopped and resumed
   on one again, its stream goes on exactly."""
   vocabulary = Vocabulary(vocab_file)
-  config = TrainConfig(input_files=groups, input_weights="3,1", data_dir=data_dir,
-                       piece_bytes=STREAM["piece_bytes"], seed=STREAM["seed"])
+  plan = input_plan.from_settings(TrainConfig(
+      input_files=groups, input_weights="3,1", data_dir=data_dir,
+      piece_bytes=STREAM["piece_bytes"], seed=STREAM["seed"]), vocabulary)
   found, last = [], []
   for pipeline, stop in ((0, 14), (1, 9)):
     examples = list(itertools.islice(mixed_examples(groups, vocabulary, pipeline, 2), stop))
     found += [(group, epoch, document) for group, epoch, document, _ in examples]
     last.append(examples[-1][3])
   path = saved(tmp_path, "two", last, 2)
-  one, line = resumed(path, config, 1, width=len(WEIGHTS) + 1)
+  one, line = resumed(path, plan, 1, width=len(WEIGHTS) + 1)
   assert line.startswith("2 replicas -> 1 (input pipelines 2 -> 1): the ") and (
       "of the groups' epochs 0, 0" in line), line
   assert len(one.layout.groups) == len(WEIGHTS)
   draws = max(keys[-1] for keys in last) + 1
   mine = []
   for group, epoch, document, positions in mixed_examples(groups, vocabulary, 0, 1,
-                                                          **one.reading(1, 0)):
+                                                          start=one.reading(1, 0)):
     mine.append((group, epoch, document, positions))
     if all(key >= 0 and stream_position.decode(key)[0] >= 2 for key in positions[:-1]):
       break  # every group is read past the pieces carried and its next epoch
@@ -279,10 +282,10 @@ def test_a_mixture_goes_on_in_fewer_pipelines_group_by_group(tmp_path, groups, d
     assert max(by_epoch[1].values()) == 1 and set(by_epoch[1]) <= set(reference)
   # Stopped after 5 examples of the new pipeline, resumed on one: as if uninterrupted.
   again = saved_after_deal(tmp_path, one, [mine[4][3]])
-  same, line = resumed(again, config, 1, width=len(WEIGHTS) + 1)
+  same, line = resumed(again, plan, 1, width=len(WEIGHTS) + 1)
   assert line == "" and same.layout == one.layout
   resumed_examples = list(itertools.islice(
-      mixed_examples(groups, vocabulary, 0, 1, **same.reading(1, 0)), 4))
+      mixed_examples(groups, vocabulary, 0, 1, start=same.reading(1, 0)), 4))
   for (group, epoch, document, positions), expected in zip(resumed_examples, mine[5:9],
                                                            strict=True):
     assert (group, epoch, document) == expected[:3]
@@ -321,12 +324,13 @@ def record_files(corpus, vocab_file, tmp_path_factory):
   return str(directory / "*.tfrecord"), written
 
 
-def record_examples(pattern, vocabulary, pipeline, pipelines, shuffle=True, **reading):
+def record_examples(pattern, vocabulary, pipeline, pipelines, shuffle=True,
+                    start=BEGINNING):
   """(epoch, document, key) of a pipeline's records; `epoch` as `mixed_examples`'."""
-  carried, carried_epoch = reading.get("carried"), reading.get("carried_epoch", -1)
+  carried, carried_epoch = start.stream(0).carried, start.stream(0).carried_epoch
   stream = records_dataset(pattern, vocabulary, batch_size=1, seed=STREAM["seed"],
                            num_shards=pipelines, shard_index=pipeline, with_positions=True,
-                           shuffle=shuffle, **reading)
+                           shuffle=shuffle, start_position=start)
   for features, labels, weights in stream.as_numpy_iterator():
     key = int(features.pop(record_position.FEATURE)[0])
     epoch, rank, _ = record_position.decode(key)
@@ -342,8 +346,9 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
   in epoch 1, dealt to one: epochs 0 and 1 each hold every record once."""
   record_files, written = record_files
   vocabulary = Vocabulary(vocab_file)
-  config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
-                       seed=STREAM["seed"])
+  plan = input_plan.from_settings(TrainConfig(
+      input_files=record_files, input_format="tfrecord", data_dir=data_dir,
+      seed=STREAM["seed"]), vocabulary)
   found, last = [], []
   for pipeline, stop in ((0, 40), (1, 10)):
     examples = list(itertools.islice(record_examples(record_files, vocabulary, pipeline, 2),
@@ -351,22 +356,22 @@ def test_records_go_on_in_more_then_fewer_pipelines(tmp_path, record_files, data
     found += [example[:2] for example in examples]
     last.append(examples[-1][2])
   path = saved(tmp_path, "two", last, 2)
-  four, line = resumed(path, config, 4)
+  four, line = resumed(path, plan, 4)
   assert line.startswith("2 replicas -> 4 (input pipelines 2 -> 4): the 2 parts of record "
                          "files left unread of epoch 0 (2 begun)"), line
   last = []
   for pipeline in range(4):
     examples = []
     for example in record_examples(record_files, vocabulary, pipeline, 4,
-                                   **four.reading(4, pipeline)):
+                                   start=four.reading(4, pipeline)):
       examples.append(example)
       if example[0] == 1 and len(examples) > 3 + pipeline * 2:
         break
     found += [example[:2] for example in examples]
     last.append(examples[-1][2])
-  one, line = resumed(saved_after_deal(tmp_path, four, last), config, 1)
+  one, line = resumed(saved_after_deal(tmp_path, four, last), plan, 1)
   assert line.startswith("4 replicas -> 1 (input pipelines 4 -> 1): "), line
-  for example in record_examples(record_files, vocabulary, 0, 1, **one.reading(1, 0)):
+  for example in record_examples(record_files, vocabulary, 0, 1, start=one.reading(1, 0)):
     if example[0] == 2:
       break
     found.append(example[:2])
@@ -387,28 +392,29 @@ def test_unshuffled_records_go_on_in_fewer_pipelines(tmp_path, record_files, dat
   epoch 0 holds every record once. Stopped among them and resumed on one: as uninterrupted."""
   record_files, written = record_files
   vocabulary = Vocabulary(vocab_file)
-  config = TrainConfig(input_files=record_files, input_format="tfrecord", data_dir=data_dir,
-                       seed=STREAM["seed"], shuffle_records=False)
+  plan = input_plan.from_settings(TrainConfig(
+      input_files=record_files, input_format="tfrecord", data_dir=data_dir,
+      seed=STREAM["seed"], shuffle_records=False), vocabulary)
   found, last = [], []
   for pipeline, stop in ((0, 21), (1, 10)):
     examples = list(itertools.islice(
         record_examples(record_files, vocabulary, pipeline, 2, shuffle=False), stop))
     found += [example[:2] for example in examples]
     last.append(examples[-1][2])
-  one, line = resumed(saved(tmp_path, "two", last, 2), config, 1)
+  one, line = resumed(saved(tmp_path, "two", last, 2), plan, 1)
   # Pipeline 0 leaves 21 of its two files' 64, 11 of one and 10 of the other; pipeline 1 10.
   assert line.startswith("2 replicas -> 1 (input pipelines 2 -> 1): the 3 parts of record "
                          "files left unread of epoch 0 (3 begun)"), line
   mine = []
   for example in record_examples(record_files, vocabulary, 0, 1, shuffle=False,
-                                 **one.reading(1, 0)):
+                                 start=one.reading(1, 0)):
     if example[0] == 1:
       break
     mine.append(example)
   assert by_epoch_of(found + [example[:2] for example in mine]) == {0: written}
   again = saved_after_deal(tmp_path, one, [mine[29][2]])  # in the second part carried
-  same, line = resumed(again, config, 1)
+  same, line = resumed(again, plan, 1)
   assert line == "" and same.layout == one.layout
   resumed_examples = itertools.islice(record_examples(
-      record_files, vocabulary, 0, 1, shuffle=False, **same.reading(1, 0)), 3)
+      record_files, vocabulary, 0, 1, shuffle=False, start=same.reading(1, 0)), 3)
   assert list(resumed_examples) == mine[30:33]

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import piece_deal, stream_position
+from bert_tf.data.input_plan import Start, StreamStart
 from bert_tf.errors import UserError
 
 NAME, LAYOUT_NAME = "data_position", "data_layout"  # their names in a checkpoint
@@ -56,19 +57,22 @@ class DataPosition:
     a mixture, after each group's and the choices')."""
     return next_keys(self.last_consumed.numpy(), num_pipelines)[pipeline]
 
-  def reading(self, num_pipelines: int, pipeline: int) -> dict:
-    """Where input pipeline `pipeline` of `num_pipelines` starts, as the keyword arguments of
-    `pretraining_dataset`: its start position, and the pieces it carries on, if any."""
+  def reading(self, num_pipelines: int, pipeline: int) -> Start:
+    """Where input pipeline `pipeline` of `num_pipelines` starts: after its last example in
+    each stream it reads, with the pieces it carries on there (of a mixture, each group's),
+    and a mixture's next draw."""
     if num_pipelines != self.layout.pipelines:
       raise UserError(f"{num_pipelines} input pipelines read a data position laid out for "
                       f"{self.layout.pipelines}")
-    start = {"start_position": self.start(num_pipelines, pipeline)}
-    if self.layout.groups:  # a mixture's: each group's carried pieces, () for none
-      return {**start, "carried": [group.carried_by(pipeline) for group in self.layout.groups],
-              "carried_epoch": [group.carried_epoch for group in self.layout.groups]}
-    carried = self.layout.carried_by(pipeline)
-    return {**start, **({"carried": carried, "carried_epoch": self.layout.carried_epoch}
-                        if carried else {})}
+    start = self.start(num_pipelines, pipeline)
+    if not isinstance(start, list):
+      return Start((self._stream_start(self.layout, start, pipeline),))
+    return Start(tuple(self._stream_start(self.layout.group(group), key, pipeline)
+                       for group, key in enumerate(start[:-1])), start[-1])
+
+  @staticmethod
+  def _stream_start(layout: piece_deal.Layout, key: int, pipeline: int) -> StreamStart:
+    return StreamStart(key, layout.carried_by(pipeline) or (), layout.carried_epoch)
 
   def saved_by_other_pipelines(self, checkpoint: str) -> bool:
     """Whether the checkpoint `checkpoint` was saved by another number of input pipelines

@@ -200,20 +200,3 @@ class RecordsConfig:
   def check(self) -> None:
     check_choices(self)
 
-
-def pipeline_options(config: PipelineConfig) -> dict:
-  """The `PipelineConfig` settings of `config` (a `TrainConfig`, say), as keyword arguments
-  of `pretraining_dataset`."""
-  return {field.name: getattr(config, field.name)
-          for field in dataclasses.fields(PipelineConfig)}
-
-
-def records_options(config) -> dict:
-  """The settings of a `TrainConfig` that `records_dataset` takes, as keyword arguments."""
-  return dict(compression=config.record_compression, remask=config.remask,
-              shuffle=config.shuffle_records,
-              seq_length=config.seq_length,
-              max_predictions_per_seq=config.max_predictions_per_seq,
-              masked_lm_prob=config.masked_lm_prob, mask_token_rate=config.mask_token_rate,
-              random_token_rate=config.random_token_rate,
-              whole_word_masking=config.whole_word_masking)

@@ -8,9 +8,45 @@ together and share one decision; without it every piece is a word of its own, so
 are the same code.
 """
 
+import dataclasses
 from typing import NamedTuple
 
 import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class Masking:
+  """How a sequence is masked: `max_predictions` slots (`max_predictions_per_seq`), and the
+  `PipelineConfig` settings of the same names (docs/design.md#masking)."""
+
+  max_predictions: int
+  masked_lm_prob: float = 0.15
+  mask_token_rate: float = 0.8
+  random_token_rate: float = 0.1
+  whole_word_masking: bool = False
+
+  @classmethod
+  def of(cls, config, max_predictions: int | None = None) -> "Masking":
+    """The masking of a `PipelineConfig` (`max_predictions`: records' own slots, in place of
+    its `max_predictions_per_seq`)."""
+    return cls(max_predictions or config.max_predictions_per_seq, config.masked_lm_prob,
+               config.mask_token_rate, config.random_token_rate, config.whole_word_masking)
+
+
+class MaskingIds(NamedTuple):
+  """What masking needs of the vocabulary, as tensors."""
+
+  special_ids: tf.Tensor  # int32: never predicted ([CLS], [SEP], [PAD])
+  mask_id: int  # [MASK]
+  replacement_ids: tf.Tensor  # int32: the ids a random replacement is drawn from
+  continuation: tf.Tensor  # bool [vocab]: True for `##` pieces (whole-word masking)
+
+  @classmethod
+  def of(cls, vocabulary) -> "MaskingIds":
+    """The ids of a `tokenization.Vocabulary`."""
+    return cls(tf.constant([vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32),
+               vocabulary.mask_id, tf.constant(vocabulary.replacement_ids(), tf.int32),
+               tf.constant(vocabulary.continuation_flags(), tf.bool))
 
 
 class MaskedTokens(tf.experimental.ExtensionType):
@@ -104,13 +140,14 @@ def _chosen(words: _Words, num_to_predict, word_order, whole_word_masking):
   return tf.gather(word_chosen, words.index, batch_dims=1)
 
 
-def _corrupted(token_ids, chosen, words: _Words, draws: _Draws, *, mask_id, replacement_ids,
-               mask_token_rate, random_token_rate):
+def _corrupted(token_ids, chosen, words: _Words, draws: _Draws, ids: MaskingIds,
+               masking: Masking):
   """The input ids: one 80/10/10 decision per chosen word, a random replacement per piece."""
   decision = tf.gather(draws.decision, words.index, batch_dims=1)  # [batch, seq]
-  replacement = tf.gather(replacement_ids, draws.replacement)
-  masked = tf.where(decision < mask_token_rate, mask_id,
-                    tf.where(decision < mask_token_rate + random_token_rate,
+  replacement = tf.gather(ids.replacement_ids, draws.replacement)
+  mask_rate = masking.mask_token_rate
+  masked = tf.where(decision < mask_rate, ids.mask_id,
+                    tf.where(decision < mask_rate + masking.random_token_rate,
                              replacement, token_ids))
   return tf.where(chosen, masked, token_ids)
 
@@ -127,40 +164,33 @@ def _prediction_slots(token_ids, chosen, max_predictions):
   return positions, tf.where(is_slot, tf.gather(token_ids, positions, batch_dims=1), 0), is_slot
 
 
-def mask_tokens(token_ids: tf.Tensor, lengths: tf.Tensor, seed: tf.Tensor, *,
-                special_ids: tf.Tensor, mask_id: int, replacement_ids: tf.Tensor,
-                continuation: tf.Tensor, max_predictions: int, masked_lm_prob: float,
-                mask_token_rate: float = 0.8, random_token_rate: float = 0.1,
-                whole_word_masking: bool = False) -> MaskedTokens:
+def mask_tokens(token_ids: tf.Tensor, lengths: tf.Tensor, seed: tf.Tensor, ids: MaskingIds,
+                masking: Masking) -> MaskedTokens:
   """Chooses and corrupts the positions to predict: the one entry point of masking, for the
   pipeline's fresh sequences and for any caller that has token ids already.
 
   A pure function of its arguments: the same ids, lengths and seed give the same result bit
-  for bit, eagerly or in a graph; nothing but `lengths` and `special_ids` tells it where the
-  segments are, so any `[CLS] A [SEP] (B [SEP])` layout works.
+  for bit, eagerly or in a graph; nothing but `lengths` and `ids.special_ids` tells it where
+  the segments are, so any `[CLS] A [SEP] (B [SEP])` layout works.
 
   Args:
     token_ids: int32 [batch, seq], unmasked, padded with 0 after `lengths`.
     lengths: int32 [batch] real tokens per sequence, [CLS] and [SEP] included.
     seed: [2] int stateless seed; every draw comes from it.
-    special_ids: ids never predicted ([CLS], [SEP], [PAD]).
-    mask_id: id of [MASK].
-    replacement_ids: ids a random replacement is drawn from.
-    continuation: bool [vocab], True for `##` pieces (used with whole-word masking).
-    max_predictions: prediction slots per sequence (`max_predictions_per_seq`).
-    masked_lm_prob, mask_token_rate, random_token_rate, whole_word_masking: the
-      `PipelineConfig` settings of the same names.
+    ids: the vocabulary's special, [MASK], replacement and `##` ids.
+    masking: the number of slots and the rates.
   """
   batch, seq = tf.shape(token_ids)[0], tf.shape(token_ids)[1]
-  draws = _draws(seed, batch, seq, tf.shape(replacement_ids)[0])
-  words = _words(token_ids, lengths, special_ids, continuation, whole_word_masking)
-  chosen = _chosen(words, _num_to_predict(lengths, max_predictions, masked_lm_prob),
-                   draws.word_order, whole_word_masking)  # [batch, seq]
-  positions, original_ids, is_slot = _prediction_slots(token_ids, chosen, max_predictions)
+  draws = _draws(seed, batch, seq, tf.shape(ids.replacement_ids)[0])
+  words = _words(token_ids, lengths, ids.special_ids, ids.continuation,
+                 masking.whole_word_masking)
+  chosen = _chosen(words, _num_to_predict(lengths, masking.max_predictions,
+                                          masking.masked_lm_prob),
+                   draws.word_order, masking.whole_word_masking)  # [batch, seq]
+  positions, original_ids, is_slot = _prediction_slots(token_ids, chosen,
+                                                       masking.max_predictions)
   return MaskedTokens(
-      token_ids=_corrupted(token_ids, chosen, words, draws, mask_id=mask_id,
-                           replacement_ids=replacement_ids, mask_token_rate=mask_token_rate,
-                           random_token_rate=random_token_rate),
+      token_ids=_corrupted(token_ids, chosen, words, draws, ids, masking),
       masked_positions=positions,
       masked_ids=original_ids,
       masked_weights=tf.cast(is_slot, tf.float32))

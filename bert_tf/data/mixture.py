@@ -13,8 +13,6 @@ the largest over a batch is where the stream stood after it, as an unmixed strea
 
 import tensorflow as tf
 
-from bert_tf.data import stream_position
-
 CHOICE_BLOCK = 4096  # choices drawn by one op: a restart draws at most this many
 _CHOOSER = 0x6D6978  # folded into the seed, so that the choices are not another draw's
 
@@ -23,16 +21,6 @@ def group_seed(seed: int, group: int) -> int:
   """The seed of group `group`'s stream: each group's randomness its own, group 0's the one
   its files would have alone."""
   return seed + (group << 32)
-
-
-def starts(start_position, num_groups: int) -> list[int]:
-  """Where each group's stream starts, then the number of the mixed stream's first example:
-  from a mixed position, or the beginning."""
-  if start_position == stream_position.BEGINNING:
-    return [stream_position.BEGINNING] * (num_groups + 1)
-  if not isinstance(start_position, (list, tuple)) or len(start_position) != num_groups + 1:
-    raise ValueError(f"{start_position} is not a position of a mixture of {num_groups}")
-  return [int(position) for position in start_position]
 
 
 def choices(weights, seed: int, shard_index: int, first: int) -> tf.data.Dataset:

@@ -1,28 +1,29 @@
-"""`pretraining_dataset`: corpus files to batches that `model.fit` takes (docs/design.md#pieces).
+"""`text_batches`: an input plan's corpus files to batches that `model.fit` takes
+(docs/design.md#pieces); `pretraining_dataset`, its keyword front for a notebook.
 
 Stages, all tf ops:
   files -> pieces of about 8 MiB (this pipeline's share, in an order drawn from the epoch)
   -> per piece: documents streamed -> WordPiece, in blocks (cached on disk if asked) ->
   (block shuffle) -> windows of documents -> NSP pairs -> [CLS] A [SEP] B [SEP] -> masking ->
-  (block shuffle) -> examples -> batches.
+  (block shuffle) -> examples -> batches (`batching.py`, every reader's last stage).
 
 Reproducibility and seeking: every random choice is a stateless op keyed on `seed`, the
 epoch, the piece and the window's index in it, so the same seed gives the same batches bit for
 bit, each epoch pairs and masks afresh, and a piece gives the same examples whatever came
-before it. That makes the stream seekable: `start_position` (`stream_position.py`) starts it
-at any example by recomputing at most one piece. Groups of files mixed by weight each have such
-a stream, and `mixture.py` draws the examples from them.
+before it. That makes the stream seekable: an input pipeline's `Start` (`input_plan.py`, keys
+of `stream_position.py`) starts it at any example by recomputing at most one piece. Groups of
+files mixed by weight each have such a stream, and `mixture.py` draws the examples from them.
 """
 
 import functools
 
 import tensorflow as tf
 
-from bert_tf.data import corpus, masking, mixture, pairing, stream_position
+from bert_tf.data import batching, corpus, input_plan, masking, mixture, pairing, stream_position
 from bert_tf.data import pieces as pieces_lib
 from bert_tf.data.data_settings import PipelineConfig
+from bert_tf.data.input_plan import ONE_PIPELINE, InputPipeline, InputPlan, StreamStart
 from bert_tf.data.piece_deal import Unread
-from bert_tf.data.prefetching import prefetched
 from bert_tf.data.text_pairs import combined_segments
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
@@ -39,15 +40,8 @@ class ExampleBuilder:
     self.vocabulary = vocabulary
     self.tokenizer = vocabulary.tokenizer(config.do_lower_case)
     self.mask_tokens = functools.partial(
-        masking.mask_tokens,
-        special_ids=tf.constant(
-            [vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32),
-        mask_id=vocabulary.mask_id,
-        replacement_ids=tf.constant(vocabulary.replacement_ids(), tf.int32),
-        continuation=tf.constant(vocabulary.continuation_flags(), tf.bool),
-        max_predictions=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
-        mask_token_rate=config.mask_token_rate, random_token_rate=config.random_token_rate,
-        whole_word_masking=config.whole_word_masking)
+        masking.mask_tokens, ids=masking.MaskingIds.of(vocabulary),
+        masking=masking.Masking.of(config))
     # Wrapping the bound methods (rather than decorating them, which holds the builder by a
     # weak reference) keeps a builder alive while a call runs, as `TextEncoder.features` does.
     self.tokenize = tf.function(self._tokenize, autograph=False, reduce_retracing=True)
@@ -202,30 +196,31 @@ class _Pieces:
 
 
 class _Stream:
-  """One input pipeline's stream from its start position on: the pieces it carries on from
-  another number of pipelines, if any, then epochs of its own pieces; each piece's examples
-  with all their randomness keyed on (seed, epoch, piece), so that they are the same whatever
-  came before in the stream, and whichever pipeline reads them."""
+  """One input pipeline's stream of one group of files from its start on: the pieces it
+  carries on from another number of pipelines, if any, then epochs of its own pieces; each
+  piece's examples with all their randomness keyed on (seed, epoch, piece), so that they are
+  the same whatever came before in the stream, and whichever pipeline reads them. `keyed`:
+  each example comes as (stream position, example)."""
 
-  def __init__(self, config: PipelineConfig, build_examples: ExampleBuilder, pieces: _Pieces,
-               *, seed: int, start_position: int, holdout, with_positions: bool,
-               with_pairs: bool, token_cache: str, carried: _Pieces | None = None,
-               carried_unread: tuple[Unread, ...] = (), carried_epoch: int = -1):
-    self.config, self.build_examples, self.pieces = config, build_examples, pieces
-    self.seed, self.holdout, self.token_cache = seed, holdout, token_cache
-    self.with_positions, self.with_pairs = with_positions, with_pairs
+  def __init__(self, plan: InputPlan, files: tuple[str, ...], pipeline: InputPipeline,
+               start: StreamStart, seed: int, keyed: bool):
+    self.config, self.seed, self.with_positions = plan.examples, seed, keyed
+    self.build_examples = example_builder(plan.vocabulary, plan.examples)
+    self.pieces = _Pieces.share(files, self.config.piece_bytes, pipeline.num_shards,
+                                pipeline.shard_index)
+    self.holdout, self.token_cache = plan.holdout, plan.token_cache
+    self.with_pairs, self.repeat = plan.batching.with_pairs, plan.batching.repeat
     self.first_epoch, self.first_rank, self.first_example = stream_position.decode(
-        start_position)
+        start.position)
     # Carried pieces are keyed (carried_epoch, rank among them, example rank in the piece).
-    self.carried, self.carried_epoch = carried, carried_epoch
+    self.carried, self.carried_epoch = None, start.carried_epoch
     self.carried_rank = self.carried_example = 0
-    if carried is not None and self.first_epoch <= carried_epoch:
+    if start.carries():
+      self.carried = _Pieces.carried(files, self.config.piece_bytes, start.carried)
       self.carried_rank, self.carried_example = self.first_rank, self.first_example
-      self.first_epoch, self.first_rank, self.first_example = carried_epoch + 1, 0, 0
-    else:
-      self.carried = None
-    self.carried_epochs = tf.constant([u.epoch for u in carried_unread] or [0], tf.int64)
-    self.carried_firsts = tf.constant([u.first_example for u in carried_unread] or [0],
+      self.first_epoch, self.first_rank, self.first_example = start.carried_epoch + 1, 0, 0
+    self.carried_epochs = tf.constant([u.epoch for u in start.carried] or [0], tf.int64)
+    self.carried_firsts = tf.constant([u.first_example for u in start.carried] or [0],
                                       tf.int64)
 
   def carried_pieces(self) -> tf.data.Dataset | None:
@@ -242,10 +237,10 @@ class _Stream:
     return tf.data.Dataset.range(self.carried_rank, self.carried.count).flat_map(
         tf.autograph.experimental.do_not_convert(examples))
 
-  def examples(self, repeat: bool) -> tf.data.Dataset:
+  def examples(self) -> tf.data.Dataset:
     """The stream's examples from its start position on: the carried pieces', then endless
     epochs, or one."""
-    epochs = (tf.data.Dataset.counter(self.first_epoch) if repeat else
+    epochs = (tf.data.Dataset.counter(self.first_epoch) if self.repeat else
               tf.data.Dataset.range(self.first_epoch, 1))
     # The stream's functions are tf ops throughout (loops and branches written as
     # tf.while_loop and tf.cond), so they are traced as they are, and so are the dataset
@@ -326,89 +321,42 @@ class _Stream:
     return window_examples
 
 
-def _keys_into_features(keys: tf.Tensor, batch: tuple) -> tuple:
-  """A batch zipped with its stream positions, the positions put among the features."""
-  features, *labels_and_weights = batch
-  return ({**features, stream_position.FEATURE: keys}, *labels_and_weights)
+def text_batches(plan: InputPlan, pipeline: InputPipeline = ONE_PIPELINE) -> tf.data.Dataset:
+  """Batches of `(features, labels, sample_weights)` for BERT pre-training, from the text
+  files of `plan`, as input pipeline `pipeline` reads them: one corpus's stream, or with
+  `plan.weights` each group's drawn by weight (`mixture.py`)."""
+  keyed = plan.batching.with_positions
+  if plan.weights is None:
+    examples = _Stream(plan, plan.files, pipeline, pipeline.start.stream(0), plan.seed,
+                       keyed).examples()
+  else:
+    if plan.token_cache:
+      raise ValueError("a mixture's pieces are not cached")
+    starts = [pipeline.start.stream(group) for group in range(len(plan.groups))]
+    examples = mixture.mixed(
+        [_Stream(plan, files, pipeline, start, mixture.group_seed(plan.seed, group),
+                 True).examples()
+         for group, (files, start) in enumerate(zip(plan.groups, starts, strict=True))],
+        plan.weights, seed=plan.seed, shard_index=pipeline.shard_index,
+        start=[start.position for start in starts] + [pipeline.start.draws])
+    keyed = True
+  return batching.batched(examples, plan.batching, keyed)
 
 
-def pretraining_dataset(file_patterns, vocab_file, *, seq_length: int = 128,
-                        max_predictions_per_seq: int = 20, batch_size: int = 32,
-                        seed: int = 0, repeat: bool = True, num_shards: int = 1,
-                        shard_index: int = 0, data_dir: str = "data",
-                        start_position=stream_position.BEGINNING,
-                        with_positions: bool = False, with_pairs: bool = False,
-                        holdout=None, token_cache: str = "", weights=None,
-                        carried: tuple[Unread, ...] | list | None = None,
-                        carried_epoch: int | list[int] = -1,
-                        **config) -> tf.data.Dataset:
-  """Batches of `(features, labels, sample_weights)` for BERT pre-training.
+def pretraining_dataset(file_patterns, vocab_file, **options) -> tf.data.Dataset:
+  """`text_batches` by keywords, for a notebook (docs/pipeline.md#from-a-notebook).
 
   Args:
     file_patterns: globs or comma list (or a list of them); `builtin` is the built-in corpus.
       With `weights`, each comma-separated item (or list item) is a group, its patterns
       separated by `|`.
     vocab_file: WordPiece vocabulary, one token a line (or a `Vocabulary`).
-    seq_length, max_predictions_per_seq: padded lengths (docs/design.md#features-and-labels).
-    batch_size: examples per batch (per input pipeline).
-    seed: makes the whole stream reproducible.
-    repeat: False for one pass (evaluation); True for an endless stream of fresh epochs.
-    num_shards, shard_index: this input pipeline's share, e.g. from `tf.distribute.InputContext`.
-    data_dir: where the built-in corpus is written.
-    start_position: the stream position (`stream_position.py`; of a mixture, a list:
-      `mixture.py`) of the first example; the stream from there is the same as the whole
-      stream's, and costs at most one piece (a piece per group) to reach.
-    with_positions: add each example's stream position to the features, as `stream_position`
-      (the trainer records the last one trained on, to resume there).
-    with_pairs: add a fourth element telling how each pair was made (for the audit):
-      `is_next`, `is_short`, the documents of A and B as (`window`, `document_*`), and with
-      `weights` the `group`.
-    holdout: a `holdout.Holdout`, applied to the documents as they are read: only the
-      held-out ones (evaluation) or only the others (training); of each group alike.
-    token_cache: a local directory to cache each piece's tokenized documents in, the first
-      time the piece is read to its end, so that later epochs only pair and mask them (the
-      same examples; disk, not memory, grows with the corpus). "": tokenize every epoch.
-    weights: one positive number per group of `file_patterns`: the examples are drawn from
-      the groups in that proportion, each group's NotNext partners from the group itself
-      (`mixture.py`). None: one corpus.
-    carried, carried_epoch: the pieces this pipeline carries on from another number of
-      pipelines (`piece_deal.py`), read before its own epochs, which start at
-      `carried_epoch + 1`; their keys are of the epoch `carried_epoch`. With `weights`, a
-      list of each: each group's carried pieces (None or () for none) and carried epoch.
-    **config: other `PipelineConfig` fields (masked_lm_prob, whole_word_masking, nsp, ...).
+    **options: `data_dir` (where the built-in corpus is written), and any field of
+      `input_plan.InputPlan` (seed, holdout, token_cache, weights), `input_plan.Batching`
+      (batch_size, repeat, with_positions, with_pairs), `input_plan.InputPipeline`
+      (num_shards, shard_index; start_position: a stream position, `stream_position.py`, or
+      a mixture's vector, `mixture.py`, or a `Start`) or `PipelineConfig` (seq_length,
+      max_predictions_per_seq, masked_lm_prob, whole_word_masking, nsp, ...).
   """
-  config = PipelineConfig(seq_length=seq_length,
-                          max_predictions_per_seq=max_predictions_per_seq, **config)
-  config.check()
-  vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
-
-  def stream(files, seed, start_position, with_positions, carried=None, carried_epoch=-1):
-    return _Stream(
-        config, example_builder(vocabulary, config),
-        _Pieces.share(files, config.piece_bytes, num_shards, shard_index), seed=seed,
-        start_position=start_position, holdout=holdout, with_positions=with_positions,
-        with_pairs=with_pairs, token_cache=token_cache,
-        carried=_Pieces.carried(files, config.piece_bytes, carried) if carried else None,
-        carried_unread=carried or (), carried_epoch=carried_epoch)
-
-  if weights is None:
-    examples = stream(corpus.list_files(file_patterns, data_dir), seed, start_position,
-                      with_positions, carried, carried_epoch).examples(repeat)
-  else:
-    if token_cache:
-      raise ValueError("a mixture's pieces are not cached")
-    groups = corpus.list_groups(file_patterns, data_dir)
-    starts = mixture.starts(start_position, len(groups))
-    carried = carried or [None] * len(groups)
-    carried_epochs = carried_epoch if isinstance(carried_epoch, list) else [-1] * len(groups)
-    examples = mixture.mixed(
-        [stream(files, mixture.group_seed(seed, group), start, True, carried[group] or None,
-                carried_epochs[group]).examples(repeat)
-         for group, (files, start) in enumerate(zip(groups, starts))],
-        weights, seed=seed, shard_index=shard_index, start=starts)
-    if not with_positions:
-      examples = examples.map(lambda positions, example: example)
-  batches = examples.batch(batch_size, drop_remainder=repeat)
-  if with_positions:
-    batches = batches.map(tf.autograph.experimental.do_not_convert(_keys_into_features))
-  return prefetched(batches)
+  return text_batches(*input_plan.from_keywords(file_patterns, vocab_file, options,
+                                                records=False))

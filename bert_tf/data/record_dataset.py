@@ -1,5 +1,6 @@
-"""`records_dataset`: original BERT's pre-training TFRecords to the batches `model.fit` takes,
-the same features, labels and weights as `pipeline.pretraining_dataset` (docs/records.md).
+"""`record_batches`: an input plan's original BERT pre-training TFRecords to the batches
+`model.fit` takes, the same features, labels and weights as `pipeline.text_batches`
+(docs/records.md); `records_dataset`, its keyword front for a notebook.
 
 An input pipeline reads its files (or its share of every file's records, when the files are
 fewer than the pipelines) in one of two orders:
@@ -14,23 +15,20 @@ fewer than the pipelines) in one of two orders:
 
 After another number of pipelines (`piece_deal.py`), a pipeline first reads the parts of
 files it carries on, one after the other, in its order's way (`_Carried`). Then examples ->
-batches. Either way an example depends only on its record position (`record_position.py`),
-and the stream starts at any position by skipping the records (read, not parsed) before the
-position's block.
+batches (`batching.py`). Either way an example depends only on its record position
+(`record_position.py`), and the stream starts at any position by skipping the records (read,
+not parsed) before the position's block.
 """
 
 import tensorflow as tf
 
-from bert_tf.data import corpus, record_checks, record_position, records
+from bert_tf.data import batching, input_plan, masking, record_checks, record_position, records
 from bert_tf.data.holdout import held_out_mask
+from bert_tf.data.input_plan import ONE_PIPELINE, InputPipeline, InputPlan
 from bert_tf.data.piece_deal import Unread
 from bert_tf.data.pipeline import epoch_order, share_of
-from bert_tf.data.prefetching import prefetched
 from bert_tf.data.remasking import Remasker
-from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-
-SHUFFLE_BLOCK = 1000  # records shuffled (or re-masked) together (they come shuffled already)
 
 
 def plan_for(files: list[str], num_shards: int) -> list[tuple[int, int, int]]:
@@ -73,11 +71,10 @@ class _Files:
 class _Reading:
   """What both orders do alike: read a file's share of records, hold out, parse, re-mask."""
 
-  def __init__(self, files: _Files, shape: records.RecordShape, remasker, *, seed: int,
-               holdout, compression: str, shuffle_block: int):
+  def __init__(self, files: _Files, shape: records.RecordShape, remasker, plan: InputPlan):
     self.files, self.shape, self.remasker = files, shape, remasker
-    self.seed, self.holdout, self.compression = seed, holdout, compression
-    self.shuffle_block = shuffle_block
+    self.seed, self.holdout, self.compression = plan.seed, plan.holdout, plan.records.compression
+    self.shuffle_block = plan.records.shuffle_block
 
   def file_records(self, files: _Files, local: tf.Tensor) -> tf.data.Dataset:
     """The serialized records of part `local` of `files`."""
@@ -169,7 +166,7 @@ class _Shuffled:
         tf.range(tf.shape(serialized)[0]), order_seed))
     keys = record_position.encode(epoch, rank, block * self.reading.shuffle_block + tf.range(
         tf.shape(serialized, out_type=tf.int64)[0]))
-    return keys, *self.reading.examples(serialized, mask_seed)
+    return keys, self.reading.examples(serialized, mask_seed)
 
 
 class _Interleaved:
@@ -244,7 +241,7 @@ class _Interleaved:
       keys = tf.boolean_mask(records, present)
       given = keys >= first  # the block's records before `first` are parsed, not given
       return tf.nest.map_structure(lambda values: tf.boolean_mask(values, given), (
-          record_position.encode(key_epoch, rank, keys), *example))
+          record_position.encode(key_epoch, rank, keys), example))
 
     return blocks.map(block_examples, num_parallel_calls=tf.data.AUTOTUNE,
                       deterministic=True).unbatch()
@@ -261,64 +258,52 @@ class _Interleaved:
     # depend on them) but not given.
     given = keys >= first
     return tf.nest.map_structure(lambda values: tf.boolean_mask(values, given), (
-        record_position.encode(epoch, 0, keys), *example))
+        record_position.encode(epoch, 0, keys), example))
 
 
-def records_dataset(file_patterns, vocab_file, *, batch_size: int = 32, seed: int = 0,
-                    repeat: bool = True, num_shards: int = 1, shard_index: int = 0,
-                    start_position: int = record_position.BEGINNING,
-                    with_positions: bool = False, holdout=None, compression: str = "",
-                    seq_length: int | None = None, max_predictions_per_seq: int | None = None,
-                    shuffle: bool = True, remask: bool = False, shuffle_block: int = SHUFFLE_BLOCK,
-                    masked_lm_prob: float = 0.15, mask_token_rate: float = 0.8,
-                    random_token_rate: float = 0.1, whole_word_masking: bool = False,
-                    carried: tuple[Unread, ...] | None = None, carried_epoch: int = -1
-                    ) -> tf.data.Dataset:
-  """Batches of `(features, labels, sample_weights)` from original BERT's records.
-
-  Args:
-    file_patterns: globs or comma list (or a list of them), any `tf.io.gfile` path.
-    vocab_file: the vocabulary the records were made with (checked against a sample).
-    batch_size, seed, repeat, num_shards, shard_index, with_positions, holdout: as
-      `pretraining_dataset`'s (`holdout` keeps or drops a hashed share of the records).
-    start_position: the record position (`record_position.py`) of the first example.
-    compression: "", "GZIP" or "ZLIB".
-    seq_length, max_predictions_per_seq: None to take the records'; else they must agree.
-    shuffle: False interleaves the files round-robin in their listed order, each file's
-      records as written: `bert_tf.prepare`'s stream, every epoch alike.
-    remask: mask the records anew (`remasking.py`) with the masking settings that follow.
-    carried, carried_epoch: the parts (`plan_for`) this pipeline carries on from another
-      number of pipelines, as `pretraining_dataset`'s pieces: read first, one after the
-      other (unshuffled: each as written), then the pipeline's own epochs.
-  """
-  files = corpus.list_files(file_patterns)
-  vocabulary = vocab_file if isinstance(vocab_file, Vocabulary) else Vocabulary(vocab_file)
-  shape = record_checks.check_records(files, vocabulary, compression)
-  shape.check_settings(seq_length, max_predictions_per_seq)
-  remasker = remask and Remasker(
-      vocabulary, max_predictions=shape.max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
-      mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
-      whole_word_masking=whole_word_masking)
-  reading = _Reading(_Files.share(files, num_shards, shard_index), shape, remasker,
-                     seed=seed, holdout=holdout, compression=compression,
-                     shuffle_block=shuffle_block)
-  first_epoch = record_position.decode(start_position)[0]
-  carried = (_Carried(_Files.carried(files, carried), carried, carried_epoch)
-             if carried and first_epoch <= carried_epoch else None)
-  order = (_Shuffled if shuffle else _Interleaved)(
-      reading, record_position.encode(carried_epoch + 1, 0, 0) if carried else start_position)
-  epochs = (tf.data.Dataset.counter(order.first_epoch) if repeat else
+def record_batches(plan: InputPlan, pipeline: InputPipeline = ONE_PIPELINE
+                   ) -> tf.data.Dataset:
+  """Batches of `(features, labels, sample_weights)` from the record files of `plan`
+  (`plan.records` says how they read), as input pipeline `pipeline` reads them: the parts
+  (`plan_for`) it carries on from another number of pipelines first, if any (unshuffled: each
+  as written), then its own epochs. The records are checked against the vocabulary (a
+  sample), and their shape against the one the settings ask for."""
+  reading, files = plan.records, list(plan.files)
+  shape = record_checks.check_records(files, plan.vocabulary, reading.compression)
+  shape.check_settings(reading.seq_length, reading.max_predictions_per_seq)
+  remasker = reading.remask and Remasker(
+      plan.vocabulary, masking.Masking.of(plan.examples, shape.max_predictions_per_seq))
+  read = _Reading(_Files.share(files, pipeline.num_shards, pipeline.shard_index), shape,
+                  remasker, plan)
+  start = pipeline.start.stream(0)
+  carried = (_Carried(_Files.carried(files, start.carried), start.carried, start.carried_epoch)
+             if start.carries(record_position) else None)
+  order = (_Shuffled if reading.shuffle else _Interleaved)(
+      read, record_position.encode(start.carried_epoch + 1, 0, 0) if carried else
+      start.position)
+  epochs = (tf.data.Dataset.counter(order.first_epoch) if plan.batching.repeat else
             tf.data.Dataset.range(order.first_epoch, 1))
   examples = epochs.flat_map(order.epoch)
   if carried:
-    examples = carried.examples(order.part_examples, start_position).concatenate(examples)
-  batches = examples.batch(batch_size, drop_remainder=repeat)
-  if with_positions:
-    batches = batches.map(lambda keys, features, labels, weights: (
-        {**features, record_position.FEATURE: keys}, labels, weights))
-  else:
-    batches = batches.map(lambda keys, *example: example)
-  return prefetched(batches)
+    examples = carried.examples(order.part_examples, start.position).concatenate(examples)
+  return batching.batched(examples, plan.batching, keyed=True)
+
+
+def records_dataset(file_patterns, vocab_file, **options) -> tf.data.Dataset:
+  """`record_batches` by keywords, for a notebook (docs/records.md).
+
+  Args:
+    file_patterns: globs or comma list (or a list of them), any `tf.io.gfile` path.
+    vocab_file: the vocabulary the records were made with (or a `Vocabulary`).
+    **options: any field of `input_plan.InputPlan` (seed, holdout: a share of the records by
+      a hash of each), `input_plan.Batching` (batch_size, repeat, with_positions),
+      `input_plan.InputPipeline` (num_shards, shard_index; start_position: a record position,
+      `record_position.py`, or a `Start`), `input_plan.RecordReading` (compression, remask,
+      shuffle, shuffle_block, seq_length and max_predictions_per_seq: None to take the
+      records') or the masking fields of `PipelineConfig` (for `remask`).
+  """
+  return record_batches(*input_plan.from_keywords(file_patterns, vocab_file, options,
+                                                  records=True))
 
 
 def records_held_out(serialized: tf.Tensor, holdout) -> tf.Tensor:

@@ -25,24 +25,15 @@ def restore(token_ids: tf.Tensor, masked_positions: tf.Tensor, masked_ids: tf.Te
 class Remasker:
   """Masks a batch of parsed records (`records.parse`) afresh from a stateless seed."""
 
-  def __init__(self, vocabulary: Vocabulary, *, max_predictions: int, masked_lm_prob: float,
-               mask_token_rate: float, random_token_rate: float, whole_word_masking: bool):
-    self.special_ids = tf.constant(
-        [vocabulary.cls_id, vocabulary.sep_id, vocabulary.pad_id], tf.int32)
-    self.mask_id = vocabulary.mask_id
-    self.replacement_ids = tf.constant(vocabulary.replacement_ids(), tf.int32)
-    self.continuation = tf.constant(vocabulary.continuation_flags(), tf.bool)
-    self.options = dict(max_predictions=max_predictions, masked_lm_prob=masked_lm_prob,
-                        mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
-                        whole_word_masking=whole_word_masking)
+  def __init__(self, vocabulary: Vocabulary, masking_settings: masking.Masking):
+    self.ids = masking.MaskingIds.of(vocabulary)
+    self.masking = masking_settings
 
   def __call__(self, features: dict, labels: dict, weights: dict, seed: tf.Tensor):
     token_ids = restore(features["token_ids"], features["masked_positions"], labels["mlm"],
                         weights["mlm"])
     lengths = tf.reduce_sum(features["padding_mask"], axis=1)
-    masked = masking.mask_tokens(
-        token_ids, lengths, seed, special_ids=self.special_ids, mask_id=self.mask_id,
-        replacement_ids=self.replacement_ids, continuation=self.continuation, **self.options)
+    masked = masking.mask_tokens(token_ids, lengths, seed, self.ids, self.masking)
     features = {**features, "token_ids": masked.token_ids,
                 "masked_positions": masked.masked_positions}
     labels = {**labels, "mlm": masked.masked_ids}

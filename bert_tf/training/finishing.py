@@ -29,7 +29,7 @@ _RATES = ("examples_per_second", "tokens_per_second", "padding_share",
 
 
 def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
-           monitor: RunMonitor) -> dict:
+           monitor: RunMonitor, inputs: datasets.RunInputs) -> dict:
   """Writes what a finished run leaves; returns the metrics also in metrics.json.
 
   The final figures are measured on fresh batches (new pairs and masks, dropout off), so that
@@ -37,7 +37,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
   trained.save_weights(model, config.model_dir)  # the model's weights, not the optimizer's
   # Read twice, made once: the baseline reads the batches to their end, which completes the
   # cache (a reading stopped short, as the model's `evaluate` stops, would leave it empty).
-  measured = datasets.measured_batches(config, vocabulary).take(config.eval_steps).cache()
+  measured = inputs.measured_batches().take(config.eval_steps).cache()
   baseline = evaluation.most_frequent_token_accuracy(measured, config.eval_steps)
   metrics = evaluation.evaluate(model, measured, config.eval_steps, prefix="")
   metrics.update(steps=int(model.optimizer.iterations.numpy()),

@@ -10,7 +10,6 @@ import math
 import keras
 import tensorflow as tf
 
-from bert_tf.data.tokenization import Vocabulary
 from bert_tf.runtime import checkpointing, cluster, failures, stopping
 from bert_tf.training import datasets
 from bert_tf.training.train_settings import MAX_ROLLBACKS, TrainConfig
@@ -39,7 +38,7 @@ def _input_failures_saved(checkpointer: checkpointing.Checkpointer):
 
 
 def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_position,
-        config: TrainConfig, vocabulary: Vocabulary, strategy, monitor: RunMonitor) -> None:
+        config: TrainConfig, inputs: datasets.RunInputs, strategy, monitor: RunMonitor) -> None:
   """Trains from the checkpointer's step to `train_steps`, saving every `checkpoint_every`
   steps; raises `checkpointing.TrainingStopped` when preempted or on a non-finite loss."""
   if checkpointer.step >= config.train_steps:
@@ -53,7 +52,7 @@ def fit(model: keras.Model, checkpointer: checkpointing.Checkpointer, data_posit
     epochs, steps_per_epoch = intervals(
         checkpointer.step, config.train_steps, config.checkpoint_every)
     with _input_failures_saved(checkpointer):
-      model.fit(datasets.training_stream(config, vocabulary, strategy, data_position),
+      model.fit(inputs.training_stream(strategy, data_position),
                 epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0,
                 callbacks=monitor.callbacks(checkpoint_policy))
     if checkpoint_policy.non_finite and config.on_nan == "rollback" and rollbacks < MAX_ROLLBACKS:

@@ -14,7 +14,6 @@ import types
 import tensorflow as tf
 
 from bert_tf.data import (
-  corpus,
   data_position,
   mixture,
   piece_deal,
@@ -23,9 +22,8 @@ from bert_tf.data import (
   record_position,
   stream_position,
 )
-from bert_tf.data.data_settings import RECORDS
+from bert_tf.data.input_plan import InputPlan
 from bert_tf.errors import UserError
-from bert_tf.training.train_settings import TrainConfig
 
 
 def input_pipelines(strategy: tf.distribute.Strategy) -> int:
@@ -60,24 +58,20 @@ class _Pieces:
         old.pipelines, pipelines, self.positions, self.interleaved)
 
 
-def _streams(config: TrainConfig, old_pipelines: int) -> list[_Pieces]:
-  """The streams of the run's input as `old_pipelines` pipelines read them: the record
+def _streams(plan: InputPlan, old_pipelines: int) -> list[_Pieces]:
+  """The streams of the plan's input as `old_pipelines` pipelines read them: the record
   files', the corpus's, or each group's of a mixture."""
-  if config.input_format == RECORDS:
-    files = corpus.list_files(config.input_files)
-    return [_Pieces(len(record_dataset.plan_for(files, old_pipelines)), config.seed,
-                    record_position, interleaved=not config.shuffle_records)]
-  if config.weights() is None:
-    groups, seeds = [corpus.list_files(config.input_files, config.data_dir)], [config.seed]
-  else:
-    groups = corpus.list_groups(config.input_files, config.data_dir)
-    seeds = [mixture.group_seed(config.seed, group) for group in range(len(groups))]
-  return [_Pieces(len(pipeline.plan_for(files, config.piece_bytes, old_pipelines)), seed)
-          for files, seed in zip(groups, seeds)]
+  if plan.records is not None:
+    return [_Pieces(len(record_dataset.plan_for(list(plan.files), old_pipelines)), plan.seed,
+                    record_position, interleaved=not plan.records.shuffle)]
+  seeds = ([plan.seed] if plan.weights is None else
+           [mixture.group_seed(plan.seed, group) for group in range(len(plan.groups))])
+  return [_Pieces(len(pipeline.plan_for(list(files), plan.examples.piece_bytes, old_pipelines)),
+                  seed) for files, seed in zip(plan.groups, seeds, strict=True)]
 
 
 def carry_on(position: data_position.DataPosition, restored_path: str,
-             config: TrainConfig) -> str:
+             plan: InputPlan) -> str:
   """Lays out the restored position for this run: as saved when the numbers of replicas and
   pipelines are the ones it was saved with; else dealt anew. Returns the line that says what
   changed ("" when nothing did)."""
@@ -96,7 +90,7 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
   if len(restored) == replicas and old.pipelines == pipelines:
     position.layout = old
     return ""
-  streams = _streams(config, old.pipelines)
+  streams = _streams(plan, old.pipelines)
   next_keys = data_position.next_keys(restored, old.pipelines)
   if restored.ndim == 1:
     layout, first_keys = streams[0].dealt(next_keys, old, pipelines)
@@ -113,7 +107,7 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
   position.place(layout, first_keys)
   were = f"{len(restored)} replica{'s' if len(restored) > 1 else ''}"
   return (f"{were} -> {replicas} (input pipelines {old.pipelines} -> {pipelines}): "
-          f"{_dealt_line(layouts, config.input_format == RECORDS)}")
+          f"{_dealt_line(layouts, plan.records is not None)}")
 
 
 def _dealt_line(layouts: list[piece_deal.Layout], records: bool) -> str:

@@ -67,15 +67,16 @@ class RunChanges:
   reads_records: bool = False  # the new stream's positions are record positions
   kind_changed: bool = False  # from text to records or back: the old position means nothing
 
-  def carry_on(self, data_position: DataPosition, checkpointer) -> None:
+  def carry_on(self, data_position: DataPosition, checkpointer, plan) -> None:
     """After the restore, where the stream goes on. A changed stream starts at the next
     epoch's first example, saved at once (the checkpoint of the restored step, rewritten):
     `train_config.json` and `corpus.json` then describe the new stream, and a run stopped
     before its next checkpoint must not resume with the old stream's position under them.
     Otherwise, with another number of replicas or input pipelines, the old pipelines' unread
-    pieces are dealt to the new ones (`resizing.py`), a line says so."""
+    pieces are dealt to the new ones (`resizing.py`: those of the training `plan`), a line
+    says so."""
     if not self.stream_changed:
-      change = resizing.carry_on(data_position, checkpointer.restored_path, self.config)
+      change = resizing.carry_on(data_position, checkpointer.restored_path, plan)
       if change:
         log.info("Changed since %s last trained: %s", self.config.model_dir, change)
       return

@@ -25,7 +25,7 @@ from bert_tf.training import (
   run_changes,
   run_files,
 )
-from bert_tf.training.datasets import position_width
+from bert_tf.training.datasets import RunInputs
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching.monitor import RunMonitor
 
@@ -45,10 +45,11 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
     config, vocabulary, bert_config = preparation.prepare(inputs)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
+    inputs = RunInputs(config, vocabulary)  # the files listed once, the streams' plans
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
                                   accumulation_steps=config.gradient_accumulation_steps):
       data_position = DataPosition(strategy.num_replicas_in_sync,
-                                   resizing.input_pipelines(strategy), position_width(config))
+                                   resizing.input_pipelines(strategy), inputs.position_width())
       model = compile_for_pretraining(
           pretraining_model(bert_config), optimization.optimizer_for(config),
           data_position=data_position, **_compile_options(config))
@@ -61,12 +62,12 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
           record=run_files.run_record_of(config, bert_config, vocabulary))
       initialisation.restore_or_initialise(checkpointer, model, bert_config, vocabulary, config,
                                            strategy)
-      changes.carry_on(data_position, checkpointer)  # another stream, or number of workers
+      changes.carry_on(data_position, checkpointer, inputs.training)  # a new stream, or size
     run_files.write_run_files(config, bert_config, vocabulary, flags_text)
-    monitor = RunMonitor(config, vocabulary, bert_config)
+    monitor = RunMonitor(config, vocabulary, bert_config, inputs)
     checkpointer.before_save.append(monitor.write_curves)  # on disk before a save names them
-    fitting.fit(model, checkpointer, data_position, config, vocabulary, strategy, monitor)
-    return finishing.finish(model, config, vocabulary, monitor)
+    fitting.fit(model, checkpointer, data_position, config, inputs, strategy, monitor)
+    return finishing.finish(model, config, vocabulary, monitor, inputs)
 
 
 def _compile_options(config: TrainConfig) -> dict:

@@ -22,7 +22,8 @@ class RunMonitor:
   evaluation (and the probe), and the clock that splits the wall time between training and the
   rest."""
 
-  def __init__(self, config: TrainConfig, vocabulary: Vocabulary, bert_config):
+  def __init__(self, config: TrainConfig, vocabulary: Vocabulary, bert_config,
+               inputs: datasets.RunInputs):
     logs = os.path.join(config.model_dir, "logs")
     self.clock = run_time.Clock()
     self.curves = callbacks_lib.TrainingCurves(os.path.join(config.model_dir, "history.jsonl"))
@@ -40,12 +41,11 @@ class RunMonitor:
                                                     config.max_predictions_per_seq),
         peak_flops=config.peak_tflops * 1e12)
     self.held_out = evaluation.HeldOutEvaluation(
-        (lambda: datasets.held_out_batches(config, vocabulary))
-        if datasets.has_held_out(config) else None,
+        inputs.held_out_batches if inputs.held_out else None,
         steps=config.eval_steps, every=config.eval_every or config.checkpoint_every,
         train_steps=config.train_steps, log_dir=os.path.join(logs, "eval"),
         curves=self.curves, probe=self._timed_probe(config, vocabulary),
-    ) if datasets.has_held_out(config) or probe.has_probe(config) else None
+    ) if inputs.held_out or probe.has_probe(config) else None
     self._after_checkpoints = [
         *([callbacks_lib.Timed(self.held_out, self.clock, run_time.EVALUATIONS)]
           if self.held_out else []),
