@@ -41,9 +41,9 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   chief_checkpoints = os.path.join(config.model_dir, CHECKPOINTS)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
-  inputs = preparation.check_inputs(config)  # every input, before anything is written
+  checked = preparation.check_inputs(config)  # every input, before anything is written
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
-    config, vocabulary, bert_config = preparation.prepare(inputs)
+    config, vocabulary, bert_config = preparation.prepare(checked)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     inputs = RunInputs(config, vocabulary)  # the files listed once, the streams' plans
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
