@@ -233,8 +233,9 @@ def test_bad_input_is_one_line_before_training(files, model_dir, tmp_path):
     assert not output_dir.exists()
 
 
-def test_each_kind_checks_its_files_before_anything_trains(files, tmp_path):
-  """The kinds' checks, as `finetune` meets them first (the command says each as one line)."""
+def test_each_kind_checks_its_files_before_anything_trains(files, model_dir, tmp_path):
+  """The kinds' checks, as `finetune` meets them after the encoder's (the command says each as
+  one line)."""
   no_tag, unseen_tag = tmp_path / "no_tag.conll", tmp_path / "unseen.conll"
   no_tag.write_text("-DOCSTART- O\n\nstack B-DEBUG\nframe\n")
   unseen_tag.write_text("stack B-TOOL\n")
@@ -252,7 +253,7 @@ def test_each_kind_checks_its_files_before_anything_trains(files, tmp_path):
   ]
   for settings, message in cases:
     task = settings["task"]
-    config = FinetuneConfig(**{"model_dir": "unused", "output_dir": str(tmp_path / "out"),
+    config = FinetuneConfig(**{"model_dir": model_dir, "output_dir": str(tmp_path / "out"),
                                "train_file": files[task][0], "dev_file": files[task][1],
                                **settings})
     with pytest.raises(UserError) as error:
