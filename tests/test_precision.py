@@ -1,5 +1,7 @@
 """--mixed_precision: layers compute in bf16 / fp16, weights, logits and losses stay float32,
-and fp16 trains with dynamic loss scaling."""
+fp16 trains with dynamic loss scaling, and `auto` chooses bf16 where the hardware has it."""
+
+import sys
 
 import keras
 import numpy as np
@@ -36,6 +38,48 @@ def test_mixed_precision_trains_with_float32_logits_and_losses(name, compute):
                       steps_per_epoch=3, verbose=0).history
   assert np.isfinite(history["loss"][0])
   assert int(model.optimizer.iterations.numpy()) >= 1
+
+
+@pytest.mark.parametrize("strategy, gpus, flags, chosen", [
+    ("default", [], {"avx2", "avx512_bf16"}, "bfloat16 (auto: the CPU has avx512_bf16)"),
+    ("default", [], {"amx_bf16", "avx512_bf16"}, "bfloat16 (auto: the CPU has amx_bf16)"),
+    ("default", [], {"avx2", "avx512_vnni"},
+     "float32 (auto: the CPU has neither amx_bf16 nor avx512_bf16)"),
+    ("mirrored", [(8, 0), (9, 0)], set(), "bfloat16 (auto: GPU compute capability 8.0)"),
+    ("default", [(7, 5)], {"avx512_bf16"},
+     "float32 (auto: GPU compute capability 7.5, below 8.0)"),
+    ("tpu", [], set(), "bfloat16 (auto: a TPU)"),
+])
+def test_auto_chooses_bf16_where_the_hardware_has_it(strategy, gpus, flags, chosen):
+  assert str(precision.choose("auto", strategy, gpus=gpus, flags=flags)) == chosen
+
+
+def test_auto_is_float32_where_the_cpu_features_are_unknown(monkeypatch):
+  monkeypatch.setattr(sys, "platform", "darwin")
+  assert precision.cpu_flags() is None
+  assert str(precision.choose("auto", gpus=[])) == (
+      "float32 (auto: the CPU's features are unknown off Linux)")
+
+
+def test_a_run_records_the_precision_it_computes_in(caplog):
+  """`auto` is replaced by its choice, and the reason kept beside it, before the settings are
+  recorded; a precision asked for is said too, float32 by default is not."""
+  from bert_tf.training.train_settings import TrainConfig
+  chosen = precision.choose("auto")
+  with caplog.at_level("INFO", logger="bert_tf"):
+    auto = precision.resolved(TrainConfig(mixed_precision="auto"))
+    asked = precision.resolved(TrainConfig(mixed_precision="bf16"))
+    default = precision.resolved(TrainConfig())
+  assert (auto.mixed_precision, auto.precision_reason) == (chosen.name, chosen.reason)
+  assert (asked.mixed_precision, asked.precision_reason) == ("bf16", "--mixed_precision=bf16")
+  assert default.mixed_precision == "none"
+  assert caplog.messages == [f"precision: {chosen}", "precision: bfloat16 (--mixed_precision=bf16)"]
+
+
+def test_the_cpu_features_are_said():
+  assert precision.cpu_features({"avx2", "avx512f", "avx512_vnni", "avx512_bf16"}) == (
+      "AVX2, AVX-512, AVX-512 VNNI, AVX-512 BF16")
+  assert precision.cpu_features({"sse2"}) == "none"
 
 
 def test_unknown_policy_is_an_error():

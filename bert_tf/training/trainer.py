@@ -13,7 +13,7 @@ import os
 from bert_tf.data.data_position import LAYOUT_NAME, DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.model_dir import CHECKPOINTS
-from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
+from bert_tf.runtime import checkpointing, optimization, preamble, precision, run_lock
 from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training import (
   finishing,
@@ -40,6 +40,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   chief_checkpoints = os.path.join(config.model_dir, CHECKPOINTS)
   config = dataclasses.replace(
       config, model_dir=strategy_lib.worker_model_dir(strategy, config.model_dir))
+  config = precision.resolved(config, config.strategy)  # auto's choice, said and recorded
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
     config, vocabulary, bert_config = preparation.prepare(config)
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
