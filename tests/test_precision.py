@@ -131,3 +131,25 @@ def test_mixed_precision_losses_match_float32_on_the_same_weights(name, toleranc
                                                 rel=1e-5)
   for key, value in losses[name].items():
     assert value == pytest.approx(reference[key], abs=tolerance), (key, losses)
+
+
+@pytest.mark.e2e
+def test_bf16_reaches_float32s_held_out_accuracy(tmp_path, data_dir, vocab_file,
+                                                   corpus_pattern):
+  """From the same seed, on the built-in corpus, a one-layer BERT trained 150 steps in bf16
+  and in float32 ends at the same held-out MLM accuracy, within 0.01 (the figure the issue
+  asks of a bf16 step that pays for itself)."""
+  from bert_tf.training import trainer
+  from bert_tf.training.train_settings import TrainConfig
+  from helpers import one_layer_config
+  accuracies = {}
+  for name in ("none", "bf16"):
+    metrics = trainer.train(TrainConfig(
+        model_dir=str(tmp_path / name), data_dir=data_dir, vocab_file=vocab_file,
+        input_files=corpus_pattern, config=one_layer_config(vocab_file), mixed_precision=name,
+        seq_length=32, max_predictions_per_seq=5, global_batch_size=16, train_steps=150,
+        checkpoint_every=150, warmup_steps=20, learning_rate=3e-3, dropout=0.0,
+        eval_fraction=0.2, eval_steps=25, verbose=False, seed=7, serving_export=False))
+    accuracies[name] = metrics["eval_mlm_accuracy"]
+  assert accuracies["none"] > 0.1  # learned: not the first steps' few percent
+  assert accuracies["bf16"] == pytest.approx(accuracies["none"], abs=0.01), accuracies
