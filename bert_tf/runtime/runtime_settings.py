@@ -7,7 +7,7 @@ TensorFlow import: a flagfile is read before TensorFlow loads.
 import dataclasses
 
 from bert_tf.errors import UserError
-from bert_tf.settings import NOTED, STREAM, setting
+from bert_tf.settings import NOTED, STREAM, derived, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 CLUSTERS = ("tf_config", "slurm", "kubernetes")
@@ -57,9 +57,9 @@ class ExecutionConfig(ClusterConfig):
       choices=PRECISIONS, change=NOTED)
   jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
                               "under any tf.distribute strategy unless asked).", change=NOTED)
-  # Not a flag: why the run computes in its `mixed_precision`, which a run resolves (`auto`'s
-  # choice: `runtime/precision.py`) before it records its settings.
-  precision_reason: str = ""
+  precision_reason: str = derived(
+      "", "Why the run computes in its mixed_precision, which it resolves (auto's choice: "
+      "runtime/precision.py) before it records its settings.")
 
 
 @dataclasses.dataclass(frozen=True)
