@@ -1,4 +1,5 @@
-"""Training-step throughput, side by side: bert_tf, keras-hub, Hugging Face (PyTorch).
+"""Training-step throughput, side by side: bert_tf, keras-hub, Hugging Face (PyTorch), in
+float32 and bf16, against the CPU's measured matmul peak of each precision.
 
     python benchmarks/train_step.py --config=bert_mini --seq_length=128 --batch_size=32
 
@@ -14,12 +15,16 @@ positions masked, vocabulary 30,522), each in a fresh subprocess with every core
   - keras_hub: `BertMaskedLM` on a `BertBackbone` of the same size (MLM only: keras-hub has no
     NSP head), Keras AdamW, `model.fit`;
   - hf_torch: transformers `BertForPreTraining` (MLM + NSP; it projects every position onto
-    the vocabulary), torch AdamW, a plain loop.
-All three use dropout 0.1, global-norm clipping at 1.0, and the same precision. Prints
-sequences/s after `--warmup` steps (tracing, compilation), measured over `--steps` steps, and
-each contender's ratio to bert_tf. With `--peak_tflops` (the device's dense peak at this
-precision), also model-FLOPs utilisation: `model_flops_per_sequence` over time, the same count
-for every contender.
+    the vocabulary), torch AdamW, a plain loop, under `torch.autocast` in bf16 / fp16.
+All three use dropout 0.1, global-norm clipping at 1.0, and the same precision. Each precision
+of `--mixed_precision` (a list: `none,bf16` by default) runs every contender, one precision
+after the other for each, so that a contender's two figures see the same machine load. Prints
+sequences/s after `--warmup` steps (tracing, compilation), measured over `--steps` steps, each
+contender's ratio to bert_tf and to its own float32, and model-FLOPs utilisation
+(`model_flops_per_sequence` over time, the same count for every contender) against the peak of
+its precision: TensorFlow's best of timed 2048x2048 matmul chains in that dtype (`matmul_peak`),
+or `--peak_tflops` when given. The first lines say the CPU's features (AVX2, AVX-512 VNNI,
+AVX-512 BF16, AMX), which decide the peaks.
 """
 
 import argparse
@@ -32,6 +37,28 @@ import time
 
 CONTENDERS = ("bert_tf", "train_loop", "keras_hub", "hf_torch")
 VOCAB_SIZE = 30522
+DTYPES = {"none": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def matmul_peak(dtype: str, size: int = 2048, chain: int = 8, repeats: int = 5) -> float:
+  """TensorFlow's matmul rate in `dtype`, TFLOP/s: the best of `repeats` timed chains of
+  `chain` size x size products (one graph each, oneDNN's kernels on CPU)."""
+  import tensorflow as tf
+  matrix = tf.cast(tf.random.stateless_normal([size, size], [0, 0]) / size**0.5, dtype)
+
+  @tf.function
+  def products(x):
+    for _ in range(chain):
+      x = tf.matmul(x, matrix)
+    return x
+
+  products(matrix).numpy()
+  best = math.inf
+  for _ in range(repeats):
+    start = time.perf_counter()
+    products(matrix).numpy()
+    best = min(best, time.perf_counter() - start)
+  return 2 * size**3 * chain / best / 1e12
 
 
 def synthetic_batch(batch_size: int, seq_length: int, predictions: int):
@@ -201,6 +228,9 @@ def run_hf_torch(args, batch) -> float:
 
 
 def run_one(args) -> None:
+  if args.contender == "peak":
+    print(json.dumps({"tflops": matmul_peak(DTYPES[args.mixed_precision])}))
+    return
   predictions = math.ceil(0.15 * args.seq_length)
   batch = synthetic_batch(args.batch_size, args.seq_length, predictions)
   run = globals()[f"run_{args.contender}"]
@@ -213,56 +243,80 @@ def run_one(args) -> None:
   print(json.dumps(result))
 
 
+def subprocess_result(contender: str, precision: str) -> dict | None:
+  """`run_one`'s result in a fresh process (every core, TensorFlow's C++ lines off); None,
+  with the error printed, when it failed."""
+  passed = [a for a in sys.argv[1:]
+            if not a.startswith(("--contenders", "--mixed_precision"))]
+  command = [sys.executable, __file__, f"--contender={contender}",
+             f"--mixed_precision={precision}", *passed]
+  done = subprocess.run(command, capture_output=True, text=True,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  if done.returncode:
+    print(f"{contender} ({precision}): failed\n{done.stderr[-2000:]}")
+    return None
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--config", default="bert_mini", help="a bert_tf preset")
   parser.add_argument("--seq_length", type=int, default=128)
   parser.add_argument("--batch_size", type=int, default=32)
-  parser.add_argument("--mixed_precision", default="none", choices=["none", "bf16", "fp16"])
+  parser.add_argument("--mixed_precision", default="none,bf16",
+                      help=f"precisions to run, comma-separated: {', '.join(DTYPES)}")
   parser.add_argument("--jit_compile", action="store_true", help="XLA (Keras contenders)")
   parser.add_argument("--warmup", type=int, default=5)
   parser.add_argument("--steps", type=int, default=20)
   parser.add_argument("--contenders", default=",".join(CONTENDERS))
   parser.add_argument("--log_every", type=int, default=20, help="train_loop's --log_every")
   parser.add_argument("--peak_tflops", type=float, default=0.0,
-                      help="the device's dense peak at this precision, for utilisation")
+                      help="the device's dense peak (every precision), in place of the "
+                      "measured matmul peaks")
   parser.add_argument("--contender", help=argparse.SUPPRESS)  # one, in a subprocess
   args = parser.parse_args()
   if args.contender:
     return run_one(args)
+  precisions = args.mixed_precision.split(",")
+  unknown = [name for name in precisions if name not in DTYPES]
+  if unknown:
+    parser.error(f"unknown --mixed_precision {', '.join(unknown)}: use {', '.join(DTYPES)}")
 
-  print(f"{args.config}, sequence {args.seq_length}, batch {args.batch_size}, precision "
-        f"{args.mixed_precision}, XLA {'on' if args.jit_compile else 'off'}, "
-        f"{os.cpu_count()} cores; {args.steps} steps after {args.warmup}")
-  results, alongside = {}, {}
-  for contender in args.contenders.split(","):
-    command = [sys.executable, __file__, f"--contender={contender}",
-               *[a for a in sys.argv[1:] if not a.startswith("--contenders")]]
-    done = subprocess.run(command, capture_output=True, text=True,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    if done.returncode:
-      print(f"{contender}: failed\n{done.stderr[-2000:]}")
-      continue
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    results[contender] = result["sequences_per_second"]
-    if "bare_sequences_per_second" in result:
-      alongside[contender] = (result["bare_sequences_per_second"],
-                              result["noop_sequences_per_second"])
   from bert_tf.model.bert_config import BertConfig
   from bert_tf.model.flops import model_flops_per_sequence
+  from bert_tf.runtime.precision import cpu_features
+  print(f"{args.config}, sequence {args.seq_length}, batch {args.batch_size}, XLA "
+        f"{'on' if args.jit_compile else 'off'}, {os.cpu_count()} cores; {args.steps} steps "
+        f"after {args.warmup}\nCPU features: {cpu_features()}")
+  peaks = {name: args.peak_tflops or subprocess_result("peak", name)["tflops"]
+           for name in precisions}
+  print("matmul peak (TFLOP/s): " + ", ".join(f"{DTYPES[name]} {peak:.3f}"
+                                              for name, peak in peaks.items()))
+  results, alongside = {}, {}
+  for contender in args.contenders.split(","):
+    for name in precisions:
+      result = subprocess_result(contender, name)
+      if result is None:
+        continue
+      results[contender, name] = result["sequences_per_second"]
+      if "bare_sequences_per_second" in result:
+        alongside[contender, name] = (result["bare_sequences_per_second"],
+                                      result["noop_sequences_per_second"])
   flops = model_flops_per_sequence(BertConfig.from_preset(args.config, vocab_size=VOCAB_SIZE),
                                    args.seq_length, math.ceil(0.15 * args.seq_length))
-  reference = results.get("bert_tf")
-  print(f"{'contender':<12}{'sequences/s':>12}{'bert_tf is':>12}{'TFLOP/s':>10}{'MFU':>8}")
-  for contender, rate in results.items():
+  print(f"{'contender':<12}{'precision':>10}{'sequences/s':>12}{'bert_tf is':>11}"
+        f"{'vs float32':>11}{'TFLOP/s':>9}{'MFU':>7}")
+  for (contender, name), rate in results.items():
+    reference, own_float32 = results.get(("bert_tf", name)), results.get((contender, "none"))
     ratio = f"{reference / rate:.2f}x" if reference else "-"
-    utilisation = f"{rate * flops / 1e12 / args.peak_tflops:.1%}" if args.peak_tflops else "-"
-    print(f"{contender:<12}{rate:>12.1f}{ratio:>12}{rate * flops / 1e12:>10.3f}"
-          f"{utilisation:>8}")
-  for contender, (bare, noop) in alongside.items():
-    print(f"{contender}: {results[contender]:.1f} sequences/s; in rounds alternating with it, "
-          f"the bare fit {bare:.1f} ({1 - results[contender] / bare:+.1%} slower), the fit "
-          f"with one no-op batch callback {noop:.1f} ({1 - results[contender] / noop:+.1%})")
+    gain = f"{rate / own_float32:.2f}x" if own_float32 else "-"
+    print(f"{contender:<12}{DTYPES[name]:>10}{rate:>12.1f}{ratio:>11}{gain:>11}"
+          f"{rate * flops / 1e12:>9.3f}{rate * flops / 1e12 / peaks[name]:>7.0%}")
+  for (contender, name), (bare, noop) in alongside.items():
+    rate = results[contender, name]
+    print(f"{contender} ({DTYPES[name]}): {rate:.1f} sequences/s; in rounds alternating with "
+          f"it, the bare fit {bare:.1f} ({1 - rate / bare:+.1%} slower), the fit with one "
+          f"no-op batch callback {noop:.1f} ({1 - rate / noop:+.1%})")
 
 
 if __name__ == "__main__":

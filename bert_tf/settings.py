@@ -41,6 +41,13 @@ def setting(default: Any, help: str, *,  # noqa: A002 (absl's word)
                                                       "change": change})
 
 
+def derived(default: Any, help: str) -> Any:  # noqa: A002 (as `setting`)
+  """A config field that is not a flag: what a run works out from its settings and records
+  with them (`train_config.json`, the checkpoints' record), e.g. why it computes in its
+  precision."""
+  return dataclasses.field(default=default, metadata={"derived": help})
+
+
 def declared(config_class) -> list[dataclasses.Field]:
   """The settings of a config class, in declaration order (base classes first)."""
   return [field for field in dataclasses.fields(config_class) if "help" in field.metadata]

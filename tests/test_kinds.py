@@ -3,7 +3,6 @@ it names is a module with every part of `TaskKind`, and a kind that leaves out a
 the check and the registry, naming the part; the flags offer the registry's names without
 loading TensorFlow; task.json is one typed record, written and read back as it was."""
 
-import dataclasses
 import json
 import os
 import sys
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import task_kinds
+from bert_tf import settings, task_kinds
 from bert_tf.errors import UserError
 from bert_tf.finetune import FinetuneConfig, kinds
 from bert_tf.finetune.kinds.base import ATTRIBUTES, TaskKind, missing_parts
@@ -110,7 +109,7 @@ def test_an_unknown_kind_is_one_line():
 
 def test_the_flags_offer_the_registry_s_names_without_tensorflow():
   choices = {field.name: field.metadata["choices"] for config in (FinetuneConfig, TrainConfig)
-             for field in dataclasses.fields(config)}
+             for field in settings.declared(config)}
   assert choices["task"] == task_kinds.NAMES
   assert choices["probe_task"] == ("", *task_kinds.NAMES)
   assert [FinetuneConfig(task=name).seq_length for name in task_kinds.NAMES] == [

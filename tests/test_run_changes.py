@@ -24,6 +24,7 @@ from bert_tf import audit, run_record, settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
 from bert_tf.export import trained
+from bert_tf.runtime import precision
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
 from helpers import Logged, one_layer_config
@@ -106,14 +107,15 @@ def test_base_run_recorded_its_position_and_corpus(base):
 @pytest.fixture(scope="module")
 def noted(base, tmp_path_factory, corpus_dir):
   """A re-run with noted changes only: more steps, another learning rate, more evaluation
-  batches, dropout off, and a corpus file touched (its size the same); (its model_dir, what
-  was logged, the touched file)."""
+  batches, dropout off, the precision chosen by the hardware, and a corpus file touched (its
+  size the same); (its model_dir, what was logged, the touched file)."""
   first = corpus_dir / "pydoc_topics-00-of-04.txt"
   stat = os.stat(first)
   os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched, same size
   try:
     model_dir, logged = shared_rerun(base, tmp_path_factory.mktemp("noted"), train_steps=6,
-                                     learning_rate=5e-4, eval_steps=2, dropout=0.0)
+                                     learning_rate=5e-4, eval_steps=2, dropout=0.0,
+                                     mixed_precision="auto")
   finally:
     os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns))
   return model_dir, logged, first
@@ -126,6 +128,12 @@ def test_noted_changes_are_said_and_the_stream_goes_on(noted):
   assert "train_steps 4 -> 6 (noted)" in log
   assert "learning_rate 0.001 -> 0.0005 (noted)" in log
   assert "eval_steps 1 -> 2 (noted)" in log
+  chosen = precision.choose("auto")  # the record holds the choice, and the line says it
+  assert f"precision: {chosen}" in log
+  assert (f"mixed_precision 'none' -> '{chosen.name}' (noted)" in log) == (chosen.name != "none")
+  recorded = json.load(open(os.path.join(model_dir, "train_config.json")))
+  assert (recorded["mixed_precision"], recorded["precision_reason"]) == (chosen.name,
+                                                                         chosen.reason)
   assert f"corpus files modified, the same size: {first} (noted)" in log
   assert "stream of examples changed" not in log
   assert position(model_dir, 6) == (0, 0, 6 * BATCH - 1)  # right after step 4's

@@ -39,7 +39,7 @@ from bert_tf.finetune.output_dir import (
 from bert_tf.finetune.task_record import TaskRecord
 from bert_tf.finetune.tasks import task_kind
 from bert_tf.finetune.verification import verify_task_export
-from bert_tf.runtime import preamble, run_lock
+from bert_tf.runtime import preamble, precision, run_lock
 
 log = logging.getLogger("bert_tf")
 
@@ -56,6 +56,7 @@ def finetune(config: FinetuneConfig) -> dict:
   kind = task_kind(config)
   source.config.check_seq_length(config.seq_length)
   strategy = preamble.create(config)
+  config = precision.resolved(config, config.strategy)  # auto's choice, said and recorded
   with run_lock.RunLock.acquire(config.output_dir, "--output_dir"):  # one run per output_dir
     rerun.compare(config, kind.labels)  # with the output_dir's checkpoint
     with preamble.building_models(strategy, config, global_batch_size=config.batch_size):

@@ -19,7 +19,8 @@ def pretraining_model(config: BertConfig) -> PretrainingModel:
 
   The MLM head gathers the masked positions before projecting onto the vocabulary with the
   token embedding matrix (tied), so the projection costs P, not S, rows per sequence. Both
-  heads compute in float32, so logits and losses stay float32 under mixed precision.
+  heads compute in float32, so logits and losses stay float32 under mixed precision; the
+  projection itself multiplies in the encoder's compute dtype (`encoder.TiedEmbedding`).
   """
   # === Layers ===
   encoder = encoder_lib.bert_encoder(config)

@@ -7,14 +7,15 @@ TensorFlow import: a flagfile is read before TensorFlow loads.
 import dataclasses
 
 from bert_tf.errors import UserError
-from bert_tf.settings import NOTED, STREAM, setting
+from bert_tf.settings import NOTED, STREAM, derived, setting
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 CLUSTERS = ("tf_config", "slurm", "kubernetes")
 # The clusters whose launcher starts a process per worker (`srun`, an Indexed Job's pods): each
 # one trains only as a worker of the cluster, never alone.
 LAUNCHED = ("slurm", "kubernetes")
-PRECISIONS = ("none", "bf16", "fp16")
+AUTO = "auto"  # --mixed_precision's choice by the hardware (`runtime/precision.py`)
+PRECISIONS = ("none", "bf16", "fp16", AUTO)
 OPTIMIZERS = ("adamw", "lamb")
 
 
@@ -57,9 +58,14 @@ class ExecutionConfig(ClusterConfig):
   tpu: str = setting("", "TPU name or address for --strategy=tpu.", change=NOTED)
   mixed_precision: str = setting(
       "none", "Compute in bf16 or fp16 (fp16 with dynamic loss scaling); weights, logits and "
-      "losses stay float32.", choices=PRECISIONS, change=NOTED)
+      "losses stay float32. auto: bf16 on a CPU with AMX or AVX-512 BF16, a GPU of compute "
+      "capability 8 or more, a TPU; float32 elsewhere (the run records its choice).",
+      choices=PRECISIONS, change=NOTED)
   jit_compile: bool = setting(False, "Compile the train step with XLA (Keras leaves it off "
                               "under any tf.distribute strategy unless asked).", change=NOTED)
+  precision_reason: str = derived(
+      "", "Why the run computes in its mixed_precision, which it resolves (auto's choice: "
+      "runtime/precision.py) before it records its settings.")
 
   def __post_init__(self):
     if not self.strategy:  # not given: what --cluster implies (a frozen field set once, here)

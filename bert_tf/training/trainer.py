@@ -14,7 +14,7 @@ import os
 from bert_tf.data.data_position import LAYOUT_NAME, DataPosition
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.model_dir import CHECKPOINTS
-from bert_tf.runtime import checkpointing, optimization, preamble, run_lock
+from bert_tf.runtime import checkpointing, optimization, preamble, precision, run_lock
 from bert_tf.runtime import strategy as strategy_lib
 from bert_tf.training import (
   finishing,
@@ -44,6 +44,7 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
   checked = preparation.check_inputs(config)  # every input, before anything is written
   with run_lock.RunLock.acquire(config.model_dir):  # one run per model_dir
     config, vocabulary, bert_config = preparation.prepare(checked)
+    config = precision.resolved(config, config.strategy)  # auto's choice, said and recorded
     changes = run_changes.compare(config, bert_config, vocabulary)  # since the last run here
     inputs = RunInputs(config, vocabulary)  # the files listed once, the streams' plans
     with preamble.building_models(strategy, config, global_batch_size=config.global_batch_size,
