@@ -6,8 +6,6 @@ loading TensorFlow; task.json is one typed record, written and read back as it w
 import dataclasses
 import json
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -15,7 +13,8 @@ import tensorflow as tf
 
 from bert_tf import task_kinds
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, kinds
+from bert_tf.finetune import FinetuneConfig
+from bert_tf.finetune.kinds import registry as kinds
 from bert_tf.finetune.kinds.base import ATTRIBUTES, TaskKind, missing_parts
 from bert_tf.finetune.kinds.classify import Classify
 from bert_tf.finetune.task_record import TaskRecord, read_task
@@ -95,8 +94,7 @@ def test_a_kind_that_leaves_out_a_part_fails_the_check_and_the_registry(part, mo
       partial(FinetuneConfig())
   # Registered as a kind of its own, the registry refuses it, naming the part.
   monkeypatch.setattr(kinds, "NAMES", (*task_kinds.NAMES, "partial"))
-  monkeypatch.setitem(sys.modules, "bert_tf.finetune.kinds.partial",
-                      types.SimpleNamespace(KIND=partial))
+  monkeypatch.setitem(kinds.KINDS, "partial", partial)
   with pytest.raises(TypeError, match=rf"^the task kind partial \(.*\) is incomplete: it has "
                      rf"no {part}$"):
     kinds.kind("partial")

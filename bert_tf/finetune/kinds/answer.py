@@ -12,8 +12,8 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.verification import EXAMPLES, Results
 from bert_tf.finetune import batches, heads, losses, metrics, squad, squad_answers
-from bert_tf.finetune.export import checked_batch, signature
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, without_pooler_training
+from bert_tf.finetune.kinds.signatures import checked_batch, signature
 from bert_tf.finetune.served_answers import AnswerFinder
 from bert_tf.interop.huggingface import TaskHead
 
