@@ -67,9 +67,10 @@ def test_every_kind_s_portable_outputs_are_its_shapes_and_give_back_its_logits(n
 
 
 def test_every_kind_module_is_registered_and_the_kinds_differ():
-  defined = sorted(name.removesuffix(".py") for name in os.listdir(KINDS_DIR)
-                   if name.endswith(".py") and "\nKIND = " in
-                   open(os.path.join(KINDS_DIR, name), encoding="utf-8").read())
+  defined = sorted(name for name in os.listdir(KINDS_DIR)
+                   if os.path.isfile(os.path.join(KINDS_DIR, name, "__init__.py")) and
+                   "\nKIND = " in open(os.path.join(KINDS_DIR, name, "__init__.py"),
+                                       encoding="utf-8").read())
   assert defined == sorted(task_kinds.NAMES)
   every = kinds.all_kinds().values()
   assert len({kind.signature for kind in every}) == len(task_kinds.NAMES)
