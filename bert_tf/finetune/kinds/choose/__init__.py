@@ -1,5 +1,5 @@
 """choose: the right one of a context's endings (SWAG's CSV as published, or JSON Lines with
-any number of endings a row: `finetune/choice.py`), each (context, ending) pair through the
+any number of endings a row: `choice.py`), each (context, ending) pair through the
 encoder, a score per pair from its pooled [CLS] output, cross-entropy over a context's
 endings; ranked by dev accuracy. Rows with fewer endings than the task's most are padded with
 absent ones, which get no probability. Served as `choose(context, endings)` -> `probabilities`
