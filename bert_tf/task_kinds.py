@@ -1,4 +1,4 @@
-"""The names of fine-tuning's task kinds: the registry of kinds, without TensorFlow, so that
+"""The names of fine-tuning's task kinds, without TensorFlow, so that
 the flags of fine-tuning (`--task`) and of pre-training's probe (`--probe_task`) offer them
 before TensorFlow loads. Each name is a package, `bert_tf/finetune/kinds/<name>/`, holding
 everything the kind is, imported by `bert_tf/finetune/kinds/registry.py`; adding a kind is its

@@ -1,5 +1,5 @@
 """A fine-tuned model as a SavedModel that takes raw text, serving its task kind's signature
-(`kinds/<kind>.py` says what it takes and gives: `classify`, `score`, `tag`, `answer`), made by
+(`kinds/<kind>/` says what it takes and gives: `classify`, `score`, `tag`, `answer`), made by
 the kind's `serving`; what every kind's export shares (checking a batch, a signature on named
 batches of strings, saving atomically with the kind's assets) is `kinds/signatures.py`.
 

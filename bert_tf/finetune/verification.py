@@ -3,7 +3,7 @@
 tensorflow and tensorflow-text only, its task's signature is run on texts with accents, CJK,
 numbers and a text longer than the sequence, and its outputs are compared with the Keras task
 model's on the pre-training tokenizer's ids of the same texts, by the kind's `reference` (in
-`kinds/<kind>.py`).
+`kinds/<kind>/`).
 
 Floats (probabilities, scores) are compared within the SavedModel's tolerance. A choice (a
 class, a tag, an answer's span) is compared by what the Keras model thinks of it: the score it
