@@ -1,8 +1,8 @@
-"""The names of fine-tuning's task kinds: the registry of kinds, without TensorFlow, so that
+"""The names of fine-tuning's task kinds, without TensorFlow, so that
 the flags of fine-tuning (`--task`) and of pre-training's probe (`--probe_task`) offer them
-before TensorFlow loads. Each name is a module, `bert_tf/finetune/kinds/<name>.py`, holding
-everything the kind is (`bert_tf.finetune.kinds`); adding a kind is its module and a line
-here."""
+before TensorFlow loads. Each name is a package, `bert_tf/finetune/kinds/<name>/`, holding
+everything the kind is, imported by `bert_tf/finetune/kinds/registry.py`; adding a kind is its
+package, a line there and a line here."""
 
 DEFAULT_SEQ_LENGTH = 128
 # Each kind's name, and its tokens per example when --seq_length is not given: question

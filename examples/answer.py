@@ -14,8 +14,8 @@ prints a JSON object per input, the signature's outputs for it: `answer` (`conte
 part of it), `score` (the span's start + end logit, or the no-answer score) and `has_answer`.
 
 It runs with the runtimes alone (no TensorFlow, no bert_tf), so its windows and span choice are
-written again here after bert_tf/finetune/squad.py's (`window_starts`, the n-best pairing);
-tests/test_portable_export.py checks that both give the same answers."""
+written again here after bert_tf/finetune/kinds/answer/squad.py's (`window_starts`, the n-best
+pairing); tests/test_portable_export.py checks that both give the same answers."""
 
 import numpy as np
 from portable_model import PortableModel, main, parts

@@ -216,3 +216,26 @@ def test_an_untested_keras_is_one_line():
       "error: bert_tf's training step was tested on Keras 3.15.x, not Keras 3.16.0: "
       "pip install 'keras~=3.15.0'")
   assert "Traceback" not in result.stderr
+
+
+def _text(path: str) -> str:
+  """The file's text, "" for none."""
+  if not os.path.isfile(path):
+    return ""
+  with open(path, encoding="utf-8") as f:
+    return f.read()
+
+
+def test_kinds_are_imported_not_looked_up_by_name():
+  """Fine-tuning finds a kind through `kinds/registry.py`'s imports, never by a name given to
+  importlib at run time, which would hide the tie from the import graph and the no-circle test:
+  no module of bert_tf/finetune imports importlib, and the registry imports every kind's
+  package (each folder of kinds/ whose __init__.py defines KIND)."""
+  looked_up = sorted(module for module in MODULES if module.startswith("bert_tf.finetune")
+                     and "importlib" in _imported(ast.parse(_text(MODULES[module]))))
+  assert not looked_up, f"modules that look a module up by name: {looked_up}"
+  kinds = os.path.join(PACKAGE, "finetune", "kinds")
+  packages = {f"bert_tf.finetune.kinds.{name}" for name in os.listdir(kinds)
+              if "\nKIND = " in _text(os.path.join(kinds, name, "__init__.py"))}
+  assert len(packages) == 5
+  assert packages <= _modules_imported("bert_tf.finetune.kinds.registry")

@@ -25,7 +25,10 @@ from bert_tf.data import (
 )
 from bert_tf.data.builtin_corpus import topic_sentences
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, choice, squad, tagging
+from bert_tf.finetune import FinetuneConfig
+from bert_tf.finetune.kinds.answer import squad
+from bert_tf.finetune.kinds.choose import choice
+from bert_tf.finetune.kinds.tag import tagging
 from bert_tf.finetune.tasks import task_kind
 
 

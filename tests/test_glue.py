@@ -16,9 +16,11 @@ import pytest
 
 import glue_files
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, data, kinds, metrics, sweep
+from bert_tf.finetune import FinetuneConfig, data, metrics, sweep
 from bert_tf.finetune.glue import reading, scoring, table, tasks
 from bert_tf.finetune.glue.__main__ import run_glue
+from bert_tf.finetune.kinds import registry as kinds
+from bert_tf.finetune.predictor import Predictor
 from bert_tf.finetune.tasks import task_kind
 from glue_files import QUESTIONS, SENTENCES, UNACCEPTABLE
 from helpers import ROOT
@@ -345,7 +347,7 @@ def test_cola_over_two_seeds(shallow_model_dir, glue_dir, tmp_path, caplog):
   # The figure fine-tuning reported is the exported model's on CoLA's dev set.
   best = summary["best"]["best_run"]
   dev = data.read_examples(os.path.join(glue_dir, "CoLA", "dev.tsv"), ["3"], "1", header=False)
-  predicted = scoring.Predictor(best)(dev.texts)
+  predicted = Predictor(best)(dev.texts)
   assert max(values) == pytest.approx(
       metrics.matthews_correlation(np.array(dev.labels), np.array(predicted)))
   lines = (tmp_path / "submission" / "CoLA.tsv").read_text().splitlines()

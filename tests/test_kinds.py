@@ -5,8 +5,6 @@ loading TensorFlow; task.json is one typed record, written and read back as it w
 
 import json
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -14,7 +12,8 @@ import tensorflow as tf
 
 from bert_tf import settings, task_kinds
 from bert_tf.errors import UserError
-from bert_tf.finetune import FinetuneConfig, kinds
+from bert_tf.finetune import FinetuneConfig
+from bert_tf.finetune.kinds import registry as kinds
 from bert_tf.finetune.kinds.base import ATTRIBUTES, TaskKind, missing_parts
 from bert_tf.finetune.kinds.classify import Classify
 from bert_tf.finetune.task_record import TaskRecord, read_task
@@ -67,9 +66,10 @@ def test_every_kind_s_portable_outputs_are_its_shapes_and_give_back_its_logits(n
 
 
 def test_every_kind_module_is_registered_and_the_kinds_differ():
-  defined = sorted(name.removesuffix(".py") for name in os.listdir(KINDS_DIR)
-                   if name.endswith(".py") and "\nKIND = " in
-                   open(os.path.join(KINDS_DIR, name), encoding="utf-8").read())
+  defined = sorted(name for name in os.listdir(KINDS_DIR)
+                   if os.path.isfile(os.path.join(KINDS_DIR, name, "__init__.py")) and
+                   "\nKIND = " in open(os.path.join(KINDS_DIR, name, "__init__.py"),
+                                       encoding="utf-8").read())
   assert defined == sorted(task_kinds.NAMES)
   every = kinds.all_kinds().values()
   assert len({kind.signature for kind in every}) == len(task_kinds.NAMES)
@@ -94,8 +94,7 @@ def test_a_kind_that_leaves_out_a_part_fails_the_check_and_the_registry(part, mo
       partial(FinetuneConfig())
   # Registered as a kind of its own, the registry refuses it, naming the part.
   monkeypatch.setattr(kinds, "NAMES", (*task_kinds.NAMES, "partial"))
-  monkeypatch.setitem(sys.modules, "bert_tf.finetune.kinds.partial",
-                      types.SimpleNamespace(KIND=partial))
+  monkeypatch.setitem(kinds.KINDS, "partial", partial)
   with pytest.raises(TypeError, match=rf"^the task kind partial \(.*\) is incomplete: it has "
                      rf"no {part}$"):
     kinds.kind("partial")

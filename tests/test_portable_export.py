@@ -32,7 +32,7 @@ from bert_tf.export.trained import load_trained, portable_encoder
 from bert_tf.export.verification import text_ids
 from bert_tf.finetune import heads
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
-from bert_tf.finetune.kinds import kind as task_kind
+from bert_tf.finetune.kinds.registry import kind as task_kind
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.portable_dev import PortableDev
 from bert_tf.model.bert_config import BertConfig

@@ -20,7 +20,7 @@ import tensorflow as tf
 from bert_tf.data import builtin_task, builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.finetune import kinds
+from bert_tf.finetune.kinds import registry as kinds
 from bert_tf.finetune.model import load_pretrained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from bert_tf.errors import UserError
-from bert_tf.finetune import data, regression
+from bert_tf.finetune import data
+from bert_tf.finetune.kinds.regress import regression
 
 
 def write(path, text):

@@ -28,7 +28,7 @@ def run(config: FinetuneConfig) -> None:
     from bert_tf.finetune import sweep
     sweep.report(sweep.run(config))
     return
-  from bert_tf.finetune.kinds import kind
+  from bert_tf.finetune.kinds.registry import kind
   from bert_tf.finetune.output_dir import EXPORT, WEIGHTS_FILE
   from bert_tf.finetune.training import finetune
   results = finetune(config)

@@ -1,52 +1,17 @@
 """A fine-tuned model as a SavedModel that takes raw text, serving its task kind's signature
-(`kinds/<kind>.py` says what it takes and gives: `classify`, `score`, `tag`, `answer`), made by
-the kind's `serving`; what every kind's export shares is here: checking a batch, a signature on
-named batches of strings, saving atomically with the kind's assets.
+(`kinds/<kind>/` says what it takes and gives: `classify`, `score`, `tag`, `answer`), made by
+the kind's `serving`; what every kind's export shares (checking a batch, a signature on named
+batches of strings, saving atomically with the kind's assets) is `kinds/signatures.py`.
 
 Tokenized inside the graph as in training; loading needs only `import tensorflow_text` first.
 A batch that is empty or whose inputs differ in size is an `InvalidArgumentError` naming it.
 """
 
-import os
-
 import keras
-import tensorflow as tf
 
-from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.savedmodel import serving_function
-from bert_tf.finetune.kinds import kind
-
-
-def checked_batch(**texts) -> list[tf.Tensor]:
-  """The texts, once the batch is known to be non-empty and the same size in every input."""
-  names = list(texts)
-  first = texts[names[0]]
-  checks = [tf.debugging.assert_positive(tf.size(first),
-                                         message=f"{names[0]}: the batch is empty")]
-  for name in names[1:]:
-    checks.append(tf.debugging.assert_equal(
-        tf.size(texts[name]), tf.size(first),
-        message=f"{name} and {names[0]} hold different numbers of texts"))
-  with tf.control_dependencies(checks):
-    return [tf.identity(text) for text in texts.values()]
-
-
-def signature(function, *names: str):
-  """`function(**{name: strings})` as a signature taking a batch of strings per name."""
-  return serving_function(*names)(lambda *texts: function(**dict(zip(names, texts))))
-
-
-def save(serving, signature_name: str, directory: str) -> str:
-  """Saves a kind's `Serving` (its module, with its function as the signature
-  `signature_name`, and its assets) to `directory` atomically; returns `directory`."""
-  temporary = files.temporary_directory(directory)
-  tf.saved_model.save(serving.module, temporary, signatures={signature_name: serving.function})
-  tf.io.gfile.makedirs(os.path.join(temporary, "assets"))
-  for name, lines in serving.assets.items():
-    files.write_text(os.path.join(temporary, "assets", name), "".join(f"{x}\n" for x in lines))
-  files.replace_directory(temporary, directory)
-  return directory
+from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.signatures import save
 
 
 def export_task(model: keras.Model, task, vocabulary: Vocabulary, directory: str) -> str:

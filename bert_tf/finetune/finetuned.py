@@ -14,7 +14,7 @@ from bert_tf.errors import UserError
 from bert_tf.export.portable import PortableModel
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
-from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.output_dir import CONFIG_FILE, TASK_FILE, VOCAB_FILE, WEIGHTS_FILE
 from bert_tf.finetune.task_record import TaskRecord, read_task
 from bert_tf.finetune.verification import verify_task_export

@@ -26,7 +26,7 @@ from bert_tf.export.verification import (
   verify,
   word_texts,
 )
-from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.kinds.registry import kind
 from bert_tf.interop import huggingface
 
 

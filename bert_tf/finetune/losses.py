@@ -9,7 +9,7 @@ gradients are those of the global batch's mean: `--strategy=mirrored` trains as 
 
 - classify: cross-entropy of the class logits, per example;
 - regress: squared error of the score, per example (STS-B's mean squared error);
-- tag: cross-entropy per labelled token, a word's first piece (`tagging.IGNORED_LABEL`
+- tag: cross-entropy per labelled token, a word's first piece (`IGNORED_LABEL`
   elsewhere is skipped, as transformers' -100);
 - answer: cross-entropy of the start and of the end position, per example, both averaged
   (run_squad.py's loss).
@@ -20,8 +20,11 @@ from collections.abc import Callable
 import keras
 from keras import ops
 
-from bert_tf.finetune.tagging import IGNORED_LABEL
 from bert_tf.model.loss import global_sum
+
+# The label of a token no loss is taken on (a tagged word's other pieces, [CLS], [SEP], the
+# padding), as transformers' -100.
+IGNORED_LABEL = -100
 
 
 class GlobalMean(keras.losses.Loss):

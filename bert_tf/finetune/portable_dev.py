@@ -13,7 +13,7 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.portable import INPUTS, PortableModel
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.task_record import TaskRecord
 
 BATCH = 32

@@ -11,10 +11,10 @@ import os
 import numpy as np
 
 from bert_tf import files
-from bert_tf.finetune import training
+from bert_tf.finetune import predictor, training
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.glue import reading, scoring, tasks
-from bert_tf.finetune.kinds import kind
+from bert_tf.finetune.glue import reading, tasks
+from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.sweep_settings import number_list
 
 log = logging.getLogger("bert_tf")
@@ -94,7 +94,7 @@ def run(config: FinetuneConfig) -> dict:
                    "output_dir": run_config.output_dir, "scores": scores, "score": score})
   summary = {"task": config.glue_task or None, "scored_by": results["ranked_by"][0],
              "runs": runs, **summarize(runs)}
-  summary["predictions"] = scoring.write_all(
+  summary["predictions"] = predictor.write_all(
       predicted, summary["best"]["best_run"], config.output_dir) if predicted else []
   files.write_json(os.path.join(config.output_dir, "sweep.json"), summary)
   return summary

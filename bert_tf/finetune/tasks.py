@@ -7,8 +7,8 @@ import keras
 from bert_tf.errors import UserError
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import tasks as glue_tasks
-from bert_tf.finetune.kinds import kind
 from bert_tf.finetune.kinds.base import TaskKind
+from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.model import compile_task_model, load_pretrained
 
 

@@ -3,30 +3,22 @@
 tensorflow and tensorflow-text only, its task's signature is run on texts with accents, CJK,
 numbers and a text longer than the sequence, and its outputs are compared with the Keras task
 model's on the pre-training tokenizer's ids of the same texts, by the kind's `reference` (in
-`kinds/<kind>.py`).
+`kinds/<kind>/`).
 
 Floats (probabilities, scores) are compared within the SavedModel's tolerance. A choice (a
 class, a tag, an answer's span) is compared by what the Keras model thinks of it: the score it
 gives the export's choice against the score of its own best choice (a class's probability, a
 tag's logit, a span's start + end logit), so that two choices the Keras model scores alike
 within the tolerance both pass, and a wrong one fails by how much worse it is. The tagger's
-words and their character offsets are the tokenizer's, compared exactly.
+words and their character offsets are the tokenizer's, compared exactly. What the kinds'
+references share (the texts, the score of a choice) is `kinds/references.py`.
 """
 
 import keras
-import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import (
-  EXAMPLES,
-  TOLERANCES,
-  saved_model_outputs,
-  verify,
-)
-from bert_tf.finetune.kinds import kind
-
-# Every non-empty text of EXAMPLES, for a signature that takes one text.
-TEXTS = [text for pair in EXAMPLES for text in pair if text]
+from bert_tf.export.verification import TOLERANCES, saved_model_outputs, verify
+from bert_tf.finetune.kinds.registry import kind
 
 
 def verify_task_export(directory: str, model: keras.Model, task,
@@ -40,9 +32,3 @@ def verify_task_export(directory: str, model: keras.Model, task,
   (outputs,) = saved_model_outputs(directory, [(task_kind.signature, reference.inputs)], name)
   expected, got = reference.compared(outputs, name)
   return verify(name, lambda: expected, lambda: got, TOLERANCES["savedmodel"])
-
-
-def chosen_score(scores: np.ndarray, names: list[str], chosen: str) -> float:
-  """The score the reference gives the export's choice `chosen` of `names` (-inf for none of
-  them)."""
-  return float(scores[names.index(chosen)]) if chosen in names else -np.inf

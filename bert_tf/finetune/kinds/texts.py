@@ -12,13 +12,13 @@ from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.verification import EXAMPLES, model_inputs, pair_ids, text_ids
 from bert_tf.finetune import data
-from bert_tf.finetune.export import signature
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading as glue_reading
 from bert_tf.finetune.glue import scoring as glue_scoring
 from bert_tf.finetune.glue import tasks as glue_tasks
 from bert_tf.finetune.kinds.base import TaskKind
-from bert_tf.finetune.verification import TEXTS
+from bert_tf.finetune.kinds.references import TEXTS
+from bert_tf.finetune.kinds.signatures import signature
 
 
 def text_examples(config: FinetuneConfig, given: str, path: str) -> data.Examples:

@@ -24,10 +24,10 @@ import tensorflow as tf
 
 from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune import tagging
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.kinds import kind
 from bert_tf.finetune.kinds.base import TaskKind
+from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.tag import tagging
 from bert_tf.finetune.model import Pretrained, compile_task_model
 from bert_tf.finetune.task_files import read_text
 from bert_tf.finetune.tasks import task_kind

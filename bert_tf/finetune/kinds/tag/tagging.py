@@ -10,7 +10,7 @@ trains.
 
 The features: each word is tokenized on its own by the pre-training tokenizer (so a word is
 never merged with its neighbour, and "U.S." may become several pieces) and labelled on its
-first WordPiece; its other pieces, `[CLS]`, `[SEP]` and the padding carry `IGNORED_LABEL`,
+first WordPiece; its other pieces, `[CLS]`, `[SEP]` and the padding carry `losses.IGNORED_LABEL`,
 which the tagging loss skips (`losses.tagging_loss`), as transformers' -100. A sentence longer
 than the sequence is cut: a word whose first piece is past the sequence's end has no label in
 the features and is predicted `O`, as is a word the tokenizer makes nothing of (only control or
@@ -25,9 +25,9 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.finetune.losses import IGNORED_LABEL
 from bert_tf.finetune.task_files import read_text
 
-IGNORED_LABEL = -100
 OUTSIDE = "O"
 _TAG = re.compile(r"O|[BI]-\S+")
 _DOCUMENT_START = "-DOCSTART-"

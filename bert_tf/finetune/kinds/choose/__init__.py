@@ -1,5 +1,5 @@
 """choose: the right one of a context's endings (SWAG's CSV as published, or JSON Lines with
-any number of endings a row: `finetune/choice.py`), each (context, ending) pair through the
+any number of endings a row: `choice.py`), each (context, ending) pair through the
 encoder, a score per pair from its pooled [CLS] output, cross-entropy over a context's
 endings; ranked by dev accuracy. Rows with fewer endings than the task's most are padded with
 absent ones, which get no probability. Served as `choose(context, endings)` -> `probabilities`
@@ -13,8 +13,7 @@ import tensorflow as tf
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.numpy_bert import softmax
 from bert_tf.export.verification import EXAMPLES, Results, pair_ids, text_ids
-from bert_tf.finetune import choice, data, heads, losses, metrics
-from bert_tf.finetune.choice import ChoiceEncoder
+from bert_tf.finetune import data, heads, losses, metrics
 from bert_tf.finetune.kinds.base import (
   DEV_BATCH,
   Serving,
@@ -22,6 +21,8 @@ from bert_tf.finetune.kinds.base import (
   predicted_classes,
   softmax_outputs,
 )
+from bert_tf.finetune.kinds.choose import choice
+from bert_tf.finetune.kinds.choose.choice import ChoiceEncoder
 from bert_tf.interop.huggingface import TaskHead
 
 # The export check's endings for each example's first text as the context: the example's

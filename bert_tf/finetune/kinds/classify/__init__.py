@@ -15,12 +15,12 @@ from bert_tf.export.numpy_bert import softmax
 from bert_tf.export.verification import Results
 from bert_tf.finetune import data, losses, metrics
 from bert_tf.finetune.data import TextEncoder
-from bert_tf.finetune.export import checked_batch, save
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes, softmax_outputs
+from bert_tf.finetune.kinds.references import chosen_score
+from bert_tf.finetune.kinds.signatures import checked_batch, save
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.output_dir import CLASSES_FILE
-from bert_tf.finetune.verification import chosen_score
 from bert_tf.interop.huggingface import TaskHead, label_names
 
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from bert_tf.data.text_pairs import combined_pair
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune.tagging import OUTSIDE
+from bert_tf.finetune.kinds.tag.tagging import OUTSIDE
 from bert_tf.finetune.task_record import TaskRecord
 
 

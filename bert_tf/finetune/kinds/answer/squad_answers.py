@@ -22,8 +22,8 @@ import os
 import numpy as np
 
 from bert_tf import files
+from bert_tf.finetune.kinds.answer.squad import SquadFeatures, SquadFile, Window
 from bert_tf.finetune.output_dir import NBEST_FILE, NULL_ODDS_FILE, PREDICTIONS_FILE
-from bert_tf.finetune.squad import SquadFeatures, SquadFile, Window
 
 N_BEST, MAX_ANSWER_LENGTH = 20, 30  # run_squad.py's defaults
 
