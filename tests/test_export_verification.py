@@ -16,7 +16,8 @@ import pytest
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import verification
-from bert_tf.export.trained import Trained, export, verify
+from bert_tf.export.formats import FORMATS, export, verify
+from bert_tf.export.trained import Trained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from helpers import randomised_model, run
@@ -48,7 +49,7 @@ def checked_line(line: str, export_format: str) -> float:
   match = VERIFIED.match(line)
   assert match and match[1] == export_format, line
   difference, tolerance = float(match[2]), float(match[3])
-  assert difference <= tolerance == verification.TOLERANCES[export_format]
+  assert difference <= tolerance == FORMATS[export_format].tolerance
   return difference
 
 

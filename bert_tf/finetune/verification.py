@@ -17,12 +17,8 @@ import keras
 import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import (
-  EXAMPLES,
-  TOLERANCES,
-  saved_model_outputs,
-  verify,
-)
+from bert_tf.export.tolerances import SAVEDMODEL_TOLERANCE
+from bert_tf.export.verification import EXAMPLES, saved_model_outputs, verify
 from bert_tf.finetune.kinds import kind
 
 # Every non-empty text of EXAMPLES, for a signature that takes one text.
@@ -39,7 +35,7 @@ def verify_task_export(directory: str, model: keras.Model, task,
   name = f"{task.task} savedmodel"
   (outputs,) = saved_model_outputs(directory, [(task_kind.signature, reference.inputs)], name)
   expected, got = reference.compared(outputs, name)
-  return verify(name, lambda: expected, lambda: got, TOLERANCES["savedmodel"])
+  return verify(name, lambda: expected, lambda: got, SAVEDMODEL_TOLERANCE)
 
 
 def chosen_score(scores: np.ndarray, names: list[str], chosen: str) -> float:
