@@ -133,7 +133,7 @@ def timing(plan_file: str, threads: int) -> None:
 
   tf.config.threading.set_intra_op_parallelism_threads(threads)
   tf.config.threading.set_inter_op_parallelism_threads(threads)
-  from bert_tf.export.portable_verification import runtime_runner
+  from bert_tf.export.formats import runtime_runner
   with open(plan_file) as f:
     plan = json.load(f)
   calls = {}
@@ -167,9 +167,8 @@ def main() -> None:
   import tensorflow as tf
   import tensorflow_text  # noqa: F401
 
-  from bert_tf.export.export_settings import FORMATS
-  from bert_tf.export.portable import export_portable, write_ids_saved_model
-  from bert_tf.export.portable_verification import runtime_runner
+  from bert_tf.export.formats import FORMATS, export_portable, runtime_runner
+  from bert_tf.export.portable import write_ids_saved_model
   from bert_tf.finetune.export import export_task
   from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
   from bert_tf.finetune.portable_dev import Converted, PortableDev

@@ -11,7 +11,7 @@ import sys
 
 from bert_tf import settings
 from bert_tf.audit import AuditConfig
-from bert_tf.export.export_settings import ExportConfig
+from bert_tf.export.formats.export_config import ExportConfig
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.vocab import VocabCommandConfig

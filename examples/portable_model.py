@@ -111,7 +111,9 @@ class PortableModel:
 
 
 def _runtime(export_format: str, model_file: str) -> tuple:
-  """(the sequence dimension of the model's inputs or None, its run function)."""
+  """(the sequence dimension of the model's inputs or None, its run function). bert_tf loads
+  an export in its runtime in one place, each format's `runner` (bert_tf/export/formats/);
+  the examples keep their own loading because they run where bert_tf is not installed."""
   package = RUNTIMES.get(export_format)
   if package is None:
     raise ExampleError(f"unknown export format {export_format!r} (litert or onnx)")

@@ -1,10 +1,13 @@
 """The package's layers: data and settings, then model and interop, then export, then the
-runtime, then fine-tuning, then pre-training, then the commands. No module imports from a layer
-above its own; of pre-training's modules only the probe imports fine-tuning's; and only
+runtime, then fine-tuning, then pre-training and the export formats (which write pre-trained
+and fine-tuned models alike), then the commands. No module imports from a layer above its own;
+of pre-training's modules only the probe imports fine-tuning's; and only
 `bert_tf/model/keras_internals.py` touches Keras's internals. No modules import each other in a
 circle, and no test module imports another. Functions stay small: none of the package longer
 than 60 lines, none of `bert_tf/data` with more than 10 parameters (the readers take an input
-plan, not the settings flattened into keywords)."""
+plan, not the settings flattened into keywords). A fine-tuning kind is a folder of
+`bert_tf/finetune/kinds/` and an export format one module of `bert_tf/export/formats/`, each
+imported by its registry, and nothing outside a format's module branches on its name."""
 
 import ast
 import os
@@ -19,7 +22,7 @@ INTERNALS = "bert_tf.model.keras_internals"
 # Modules by their name's start, most specific first; the commands are the top layer.
 LAYERS = (
     ("bert_tf.vocab", 6), ("bert_tf.audit", 6), ("bert_tf.prepare", 6), ("bert_tf.flags_doc", 6),
-    ("bert_tf.training", 5),
+    ("bert_tf.training", 5), ("bert_tf.export.formats", 5),
     ("bert_tf.finetune", 4),
     ("bert_tf.runtime", 3),
     ("bert_tf.export", 2),
@@ -239,3 +242,60 @@ def test_kinds_are_imported_not_looked_up_by_name():
               if "\nKIND = " in _text(os.path.join(kinds, name, "__init__.py"))}
   assert len(packages) == 5
   assert packages <= _modules_imported("bert_tf.finetune.kinds.registry")
+
+
+FORMATS_DIR = os.path.join(PACKAGE, "export", "formats")
+FORMAT_NAMES = ("savedmodel", "hf", "keras_hub", "litert", "onnx")
+
+
+def _format_name_branches(tree: ast.Module) -> list:
+  """Where a format's name is compared with (`==`, `!=`, `in`) or is a dict's key: a branch on
+  the format that belongs in the format's module."""
+  def named(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value in FORMAT_NAMES
+
+  found = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Compare):
+      sides = [node.left, *node.comparators]
+      if any(named(side) for side in sides) or any(
+          named(element) for side in sides if isinstance(side, (ast.Tuple, ast.List, ast.Set))
+          for element in side.elts):
+        found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    elif isinstance(node, ast.Dict) and any(named(key) for key in node.keys):
+      found.append(f"a dict keyed by format names (line {node.lineno})")
+    elif isinstance(node, ast.Subscript) and named(node.slice):
+      found.append(f"{ast.unparse(node)} (line {node.lineno})")
+  return found
+
+
+@pytest.mark.parametrize("module", sorted(
+    name for name, path in MODULES.items() if not path.startswith(FORMATS_DIR + os.sep)))
+def test_no_module_outside_the_formats_branches_on_a_format_name(module):
+  with open(MODULES[module], encoding="utf-8") as f:
+    branches = _format_name_branches(ast.parse(f.read()))
+  assert not branches, f"{module} branches on a format's name: {branches}"
+
+
+def test_the_check_sees_a_format_name_branch():
+  tree = ast.parse('if export_format == "onnx":\n  pass\nx = {"hf": 1}\ny = T["litert"]\n'
+                   'z = f in ("savedmodel", "x")\n')
+  assert len(_format_name_branches(tree)) == 4
+
+
+def test_every_format_is_a_module_the_registry_imports():
+  from bert_tf.export import formats
+
+  assert list(formats.FORMATS) == list(FORMAT_NAMES)
+  with open(os.path.join(FORMATS_DIR, "__init__.py"), encoding="utf-8") as f:
+    imported = _imported(ast.parse(f.read()))
+  for name, export_format in formats.FORMATS.items():
+    assert f"bert_tf.export.formats.{name}" in imported, f"formats/__init__.py imports no {name}"
+    assert getattr(formats, name).FORMAT is export_format
+  defining = set()
+  for file_name in os.listdir(FORMATS_DIR):
+    if file_name.endswith(".py"):
+      with open(os.path.join(FORMATS_DIR, file_name), encoding="utf-8") as f:
+        if "\nFORMAT = " in f.read():
+          defining.add(file_name.removesuffix(".py"))
+  assert defining == set(FORMAT_NAMES), f"modules defining a FORMAT: {sorted(defining)}"

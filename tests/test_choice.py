@@ -20,9 +20,10 @@ import tensorflow as tf
 from bert_tf.data import builtin_choice
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export.formats import export_finetuned, verify_finetuned
 from bert_tf.finetune import FinetuneConfig, sweep
 from bert_tf.finetune.data import TextEncoder
-from bert_tf.finetune.finetuned import export_finetuned, load_finetuned, verify_finetuned
+from bert_tf.finetune.finetuned import load_finetuned
 from bert_tf.finetune.kinds.choose import choice
 
 SWAG_HEADER = ("video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,"

@@ -16,7 +16,8 @@ import pytest
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import verification
-from bert_tf.export.trained import Trained, export, verify
+from bert_tf.export.formats import FORMATS, export, export_finetuned, verify
+from bert_tf.export.trained import Trained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from helpers import randomised_model, run
@@ -48,7 +49,7 @@ def checked_line(line: str, export_format: str) -> float:
   match = VERIFIED.match(line)
   assert match and match[1] == export_format, line
   difference, tolerance = float(match[2]), float(match[3])
-  assert difference <= tolerance == verification.TOLERANCES[export_format]
+  assert difference <= tolerance == FORMATS[export_format].tolerance
   return difference
 
 
@@ -222,3 +223,14 @@ def test_export_command_and_train_py_say_verified_unless_skipped(
                 f"--output={tmp_path / 'hf'}", "--skip_verify"])
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.splitlines() == [f"wrote {tmp_path / 'hf'}"]
+
+
+@pytest.mark.parametrize("write, export_format, message", [
+    (export, "onnx", "unknown export format 'onnx': use savedmodel, hf or keras_hub"),
+    (export_finetuned, "keras_hub", "a fine-tuned model exports as savedmodel or hf, not "
+     "'keras_hub'"),
+])
+def test_a_format_that_does_not_write_the_model_is_one_line(write, export_format, message):
+  with pytest.raises(UserError, match=f"^{re.escape(message)}$"):
+    write(None, export_format, "never-written")
+  assert not os.path.exists("never-written")

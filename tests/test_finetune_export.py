@@ -23,10 +23,11 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.export.formats import export_finetuned, verify_finetuned
 from bert_tf.finetune import heads
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_task
-from bert_tf.finetune.finetuned import export_finetuned, load_finetuned, verify_finetuned
+from bert_tf.finetune.finetuned import load_finetuned
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.kinds.answer import squad, squad_answers
 from bert_tf.finetune.kinds.tag import tagging

@@ -23,11 +23,13 @@ from bert_tf import task_kinds
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export import portable as portable_module
-from bert_tf.export.export_settings import QUANTIZATIONS, ExportConfig
-from bert_tf.export.portable import ENCODER_SHAPES, export_portable
+from bert_tf.export.formats import export_portable, runtime_runner
+from bert_tf.export.formats import onnx as onnx_format
+from bert_tf.export.formats.export_config import QUANTIZATIONS, ExportConfig
+from bert_tf.export.formats.portable_verification import verify_portable
+from bert_tf.export.portable import ENCODER_SHAPES
 from bert_tf.export.portable_comparison import TOLERANCES
 from bert_tf.export.portable_tokenizer import portable_tokenizer
-from bert_tf.export.portable_verification import runtime_runner, verify_portable
 from bert_tf.export.trained import load_trained, portable_encoder
 from bert_tf.export.verification import text_ids
 from bert_tf.finetune import heads
@@ -274,7 +276,7 @@ def test_bad_settings_are_one_line(settings, message):
 
 
 def test_a_format_whose_runtime_is_missing_names_what_to_install(monkeypatch):
-  from bert_tf.export import export_settings
+  from bert_tf.export.formats import format as export_settings
   real = export_settings.importlib.util.find_spec
   monkeypatch.setattr(export_settings.importlib.util, "find_spec",
                       lambda name: None if name == "tf2onnx" else real(name))
@@ -288,7 +290,7 @@ def test_a_converter_that_fails_is_one_line(finetunes, tmp_path, monkeypatch):
 
   def failing(*args):
     raise RuntimeError("tf2onnx: unsupported op Foo\n  a long traceback")
-  monkeypatch.setattr(portable_module, "_onnx", failing)
+  monkeypatch.setattr(onnx_format, "_onnx", failing)
   with pytest.raises(UserError, match=r"^the onnx converter failed \(RuntimeError\): tf2onnx: "
                      r"unsupported op Foo$"):
     export_portable(portable, "onnx", {"none": str(tmp_path / "out")})

@@ -17,7 +17,7 @@ import pytest
 from bert_tf import vocab
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.export_settings import ExportConfig
+from bert_tf.export.formats.export_config import ExportConfig
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.training import finetune
 from bert_tf.interop.huggingface import export_huggingface

@@ -1,13 +1,12 @@
 """Exports a trained model: `python -m bert_tf.export --model_dir=... --format=... --output=...`.
 
-Formats (`export_settings.FORMATS`): `savedmodel` (serving, raw text in), `hf` (Hugging Face
-`BertForPreTraining` directory), `keras_hub` (a `BertBackbone` + `BertTokenizer` preset),
-`litert` and `onnx` (the encoder or a fine-tuned model's head on ids, quantized or not, with a
-`tokenizers` tokenizer.json: `portable.py`). `--model_dir` may also be
+Formats (`formats/`, one module each, in the registry `formats.FORMATS`): `savedmodel` (serving,
+raw text in), `hf` (Hugging Face `BertForPreTraining` directory), `keras_hub` (a `BertBackbone` +
+`BertTokenizer` preset), `litert` and `onnx` (the encoder or a fine-tuned model's head on ids,
+quantized or not, with a `tokenizers` tokenizer.json: `portable.py`). `--model_dir` may also be
 a fine-tune's output_dir (it has task.json): `savedmodel` then serves its task, and `hf` is the
 transformers class of its task. Before `wrote`, the export is loaded as its user will load it
-and checked against the Keras model (`verification.py`; of a fine-tuned model,
-`finetune/verification.py` and `finetune/huggingface_verification.py`), unless --skip_verify.
+and checked against the Keras model (each format's `verify`), unless --skip_verify.
 """
 
 import logging
@@ -17,26 +16,25 @@ from bert_tf import console
 from bert_tf.errors import UserError
 
 console.start(sys.argv)  # before TensorFlow is imported: its start-up lines, unless debug
-from bert_tf.export.export_settings import (  # noqa: E402  (no TensorFlow import)
-  FORMATS,
-  ExportConfig,
-)
+from bert_tf.export.formats import FORMATS  # noqa: E402  (no TensorFlow import)
+from bert_tf.export.formats.export_config import ExportConfig  # noqa: E402
 
 log = logging.getLogger("bert_tf")
 
 
 def export(config: ExportConfig) -> None:
   config.check()
-  from bert_tf.export.trained import export, load_trained, verify
+  from bert_tf.export.formats import export, export_finetuned, verify, verify_finetuned
+  from bert_tf.export.trained import load_trained
   from bert_tf.finetune import finetuned
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if FORMATS[config.format].portable:
     portable_export(config)
   elif finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)
-    finetuned.export_finetuned(model, config.format, config.output)
+    export_finetuned(model, config.format, config.output)
     if not config.skip_verify:
-      print(finetuned.verify_finetuned(model, config.format, config.output))
+      print(verify_finetuned(model, config.format, config.output))
   else:
     trained = load_trained(config.model_dir)
     export(trained, config.format, config.output, top_k=config.top_k)
@@ -48,8 +46,8 @@ def export(config: ExportConfig) -> None:
 def portable_export(config: ExportConfig) -> None:
   """`litert` or `onnx`: the encoder of a run, or a fine-tune's task model, on ids; checked
   in its runtime, and with --dev_file its dev figure beside the Keras model's."""
-  from bert_tf.export.portable import export_portable
-  from bert_tf.export.portable_verification import runtime_runner, verify_portable
+  from bert_tf.export.formats import export_portable, runtime_runner
+  from bert_tf.export.formats.portable_verification import verify_portable
   from bert_tf.export.trained import load_trained, portable_encoder
   from bert_tf.finetune import finetuned
   from bert_tf.finetune.portable_dev import PortableDev

@@ -1,44 +1,11 @@
-"""`ExportConfig`: the settings of `python -m bert_tf.export`; `ServingExportConfig`: those of
-the SavedModel a pre-training or fine-tuning run writes when it ends. Each declared once (see
-`bert_tf.settings`). No TensorFlow import: the flags are read before TensorFlow loads."""
+"""`ServingExportConfig`: the settings of the SavedModel a pre-training or fine-tuning run
+writes when it ends, declared once (see `bert_tf.settings`); those of `python -m
+bert_tf.export` are `formats/export_config.py`'s. No TensorFlow import: the flags are read
+before TensorFlow loads."""
 
 import dataclasses
-import importlib.util
 
-from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
-from bert_tf.errors import UserError
-from bert_tf.settings import NOTED, check_choices, setting
-
-
-@dataclasses.dataclass(frozen=True)
-class ExportFormat:
-  """What an export format is: its name, what it writes, and, for a portable format (the
-  model on ids, served without TensorFlow), its model file and the modules it converts and
-  checks with (the `portable` extra)."""
-
-  name: str
-  description: str
-  model_file: str = ""  # a portable format's model, beside tokenizer.json and portable.json
-  needs: tuple[str, ...] = ()  # modules imported to convert and check it
-
-  @property
-  def portable(self) -> bool:
-    return bool(self.model_file)
-
-  def missing(self) -> list[str]:
-    """The modules it needs that cannot be imported."""
-    return [module for module in self.needs if importlib.util.find_spec(module) is None]
-
-
-FORMATS = {f.name: f for f in (
-    ExportFormat("savedmodel", "serving, raw text in"),
-    ExportFormat("hf", "Hugging Face BertForPreTraining, or a fine-tuned model's task class"),
-    ExportFormat("keras_hub", "a keras-hub preset"),
-    ExportFormat("litert", "LiteRT (TFLite) on ids", "model.tflite",
-                 ("ai_edge_litert", "tokenizers")),
-    ExportFormat("onnx", "ONNX on ids", "model.onnx", ("tf2onnx", "onnxruntime", "tokenizers")),
-)}
-QUANTIZATIONS = ("none", "fp16", "int8")
+from bert_tf.settings import NOTED, setting
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,45 +21,3 @@ class ServingExportConfig:
       change=NOTED)
   skip_verify: bool = setting(False, "Do not check the serving SavedModel (export/) against "
                               "the Keras model after writing it.", change=NOTED)
-
-
-@dataclasses.dataclass(frozen=True)
-class ExportConfig(DataDirConfig, ColumnsConfig):
-  """Exporting a trained model; field names are the flag names.
-
-  --data_dir and the columns are --dev_file's (litert, onnx)."""
-
-  model_dir: str = setting("", "A train.py model_dir, or a fine-tune's output_dir.")
-  format: str = setting("savedmodel", "Export format: " + "; ".join(
-      f"{f.name} ({f.description})" for f in FORMATS.values()) + ". litert and onnx write "
-      "the model on ids with tokenizer.json (the tokenizers library's), vocab.txt and "
-      "portable.json.", choices=tuple(FORMATS))
-  output: str = setting("", "Directory to write (replaced if it exists).")
-  top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")
-  quantize: str = setting("none", "litert, onnx: none (float32), fp16 (float16 weights) or "
-                          "int8 (dynamic-range int8 weights).", choices=QUANTIZATIONS)
-  seq_length: int = setting(0, "litert, onnx: the tokens of the model's inputs; 0: the run's "
-                            "or the fine-tune's sequence length.")
-  dev_file: str = setting("", "litert, onnx of a fine-tune: a dev file of its task (or its "
-                          "built-in task's name) on which the converted model's dev figure "
-                          "(its kind's first) is printed beside the Keras model's.")
-  skip_verify: bool = setting(False, "Do not load the export as its user will and compare its "
-                              "ids and outputs with the trained model's.")
-
-  def check(self) -> None:
-    """Rejects settings that could only fail, before any file is read."""
-    check_choices(self)
-    if not self.model_dir or not self.output:
-      raise UserError("--model_dir and --output are needed")
-    if self.top_k <= 0:
-      raise UserError(f"top_k {self.top_k} must be positive")
-    chosen = FORMATS[self.format]
-    if not chosen.portable and (self.quantize != "none" or self.seq_length or self.dev_file):
-      raise UserError("--quantize, --seq_length and --dev_file are for --format=litert or onnx")
-    if self.seq_length < 0 or 0 < self.seq_length < 4:
-      raise UserError(f"seq_length {self.seq_length} is too short (at least 4, or 0)")
-    if self.dev_file and self.skip_verify:
-      raise UserError("--dev_file's figures are part of the check: drop --skip_verify")
-    if missing := chosen.missing():
-      raise UserError(f"--format={self.format} needs {', '.join(missing)}: pip install "
-                      "'bert_tf[portable]'")

@@ -1,4 +1,5 @@
-"""A trained model as `train` left it in `model_dir`, and its export to every format."""
+"""A trained model as `train` left it in `model_dir`, what each export format writes of it
+(`export/formats/`)."""
 
 import dataclasses
 import os
@@ -7,10 +8,7 @@ import keras
 
 from bert_tf import run_record
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.errors import UserError
 from bert_tf.export.portable import ENCODER_SHAPES, PortableModel, encoder_outputs
-from bert_tf.export.savedmodel import export_savedmodel
-from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.interop.source import RunDirectory
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
@@ -42,30 +40,6 @@ def load_trained(model_dir: str) -> Trained:
   model = pretraining_model(run.config)
   run.load_weights(model, run.config)
   return Trained(model, run.config, run.vocabulary, run.lower_case, run.settings["seq_length"])
-
-
-def export(trained: Trained, export_format: str, output: str, top_k: int = 5) -> str:
-  """Writes `trained` as `savedmodel`, `hf` or `keras_hub` to `output`, atomically."""
-  if export_format == "savedmodel":
-    return export_savedmodel(trained.model, trained.vocabulary, output,
-                             seq_length=trained.seq_length, lower_case=trained.lower_case,
-                             top_k=top_k)
-  if export_format == "hf":
-    from bert_tf.interop.huggingface import export_huggingface
-    return export_huggingface(trained.model, trained.config, trained.vocabulary, output,
-                              lower_case=trained.lower_case)
-  if export_format == "keras_hub":
-    from bert_tf.interop.keras_hub_preset import export_keras_hub
-    return export_keras_hub(trained.model, trained.config, trained.vocabulary, output,
-                            lower_case=trained.lower_case, seq_length=trained.seq_length)
-  raise UserError(f"unknown export format {export_format!r}: use savedmodel, hf or keras_hub")
-
-
-def verify(trained: Trained, export_format: str, output: str) -> str:
-  """Checks the export in `output` against `trained` (`verification.py`); returns the line
-  saying so, or raises UserError."""
-  return verify_pretraining_export(export_format, output, trained.model, trained.vocabulary,
-                                   lower_case=trained.lower_case, seq_length=trained.seq_length)
 
 
 def portable_encoder(trained: Trained, seq_length: int = 0) -> PortableModel:

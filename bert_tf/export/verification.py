@@ -3,9 +3,10 @@ the pre-training tokenizer's ids and the Keras model's outputs (docs/serving.md#
 
 `verify` is the comparison for any export: examples in, a callable for the Keras reference and
 one for the loaded export, each returning named results (ids, words and offsets compared
-exactly, arrays within a tolerance). `verify_pretraining_export` supplies both callables for the
-three formats of the pre-training model, `finetune/verification.py` for a fine-tuned model's
-SavedModel; both load a SavedModel in the same fresh process (`saved_model_outputs`).
+exactly, arrays within a tolerance). The formats of the pre-training model
+(`export/formats/`) supply both callables from `KerasReference` and the loaders below,
+`finetune/verification.py` for a fine-tuned model's SavedModel; both load a SavedModel in the
+same fresh process (`saved_model_outputs`).
 """
 
 import json
@@ -52,20 +53,6 @@ MASKED = ("The [MASK] statement is used for conditional execution.",
 # ids through the export's tokenizer.
 WORDS_PER_TEXT = 100
 
-# Largest difference allowed between an export's outputs and the Keras model's. Each output's
-# difference is its largest absolute one, divided by the output's largest magnitude when that
-# is above 1 (MLM logits), so that it measures float32 rounding at any scale.
-TOLERANCES = {
-    # The same TensorFlow kernels, in another order of summation once the graph is optimised.
-    "savedmodel": 1e-4,
-    # torch's kernels (and transformers' erf GELU) sum in another order than TensorFlow's;
-    # without transformers, numpy's in float64.
-    "hf": 1e-4,
-    # keras-hub's BertBackbone computes GELU with the tanh approximation, ours with erf
-    # (about 1e-3 apart on a small model): an export with wrong weights is far outside.
-    "keras_hub": 2e-2,
-}
-
 Results = dict  # name -> a list per example (names ending in EXACT) or a float array
 # The results compared exactly, by the end of their name: what the tokenizer gives.
 EXACT = ("ids", "words", "offsets")
@@ -111,19 +98,6 @@ def _start(ids) -> str:
 
 
 # === The pre-training model's exports ===
-
-
-def verify_pretraining_export(export_format: str, directory: str, model: keras.Model,
-                              vocabulary: Vocabulary, *, lower_case: bool,
-                              seq_length: int) -> str:
-  """Verifies the `savedmodel`, `hf` or `keras_hub` export in `directory` of the pre-training
-  `model`; returns the line saying so."""
-  reference = KerasReference(model, vocabulary, lower_case, seq_length)
-  loaders = {"savedmodel": lambda: saved_model_results(directory),
-             "hf": lambda: huggingface_results(directory, reference),
-             "keras_hub": lambda: keras_hub_results(directory, reference)}
-  return verify(export_format, reference.results, loaders[export_format],
-                TOLERANCES[export_format])
 
 
 class KerasReference:

@@ -1,7 +1,8 @@
 """A fine-tuned model as `python -m bert_tf.finetune` left it in its output_dir: task.json (the
 task's kind and settings), bert_config.json, vocab.txt and model.weights.h5 (the whole task
-model's weights, its head built by `finetune.model` / `finetune.heads`), and its export:
-`savedmodel` (the signature of its task) or `hf` (the transformers class of its task's kind)."""
+model's weights, its head built by `finetune.model` / `finetune.heads`), which the export
+formats write (`export/formats/`: `savedmodel`, the signature of its task; `hf`, the
+transformers class of its task's kind) and, on ids, `portable_finetuned`."""
 
 import dataclasses
 import os
@@ -12,13 +13,9 @@ import tensorflow as tf
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.portable import PortableModel
-from bert_tf.finetune.export import export_task
-from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.output_dir import CONFIG_FILE, TASK_FILE, VOCAB_FILE, WEIGHTS_FILE
 from bert_tf.finetune.task_record import TaskRecord, read_task
-from bert_tf.finetune.verification import verify_task_export
-from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 
@@ -54,27 +51,6 @@ def load_finetuned(path: str) -> Finetuned:
                                len(task.labels), config.initializer_range)
   model.load_weights(file(WEIGHTS_FILE))
   return Finetuned(model, config, vocabulary, task)
-
-
-def export_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
-  """Writes a fine-tuned model as `savedmodel` (its task's signature) or `hf` (transformers'
-  class for its task) to `output`, atomically."""
-  if export_format == "savedmodel":
-    return export_task(finetuned.model, finetuned.task, finetuned.vocabulary, output)
-  if export_format == "hf":
-    task = finetuned.task
-    return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
-                              lower_case=task.lower_case,
-                              head=kind(task.task).huggingface_head(task))
-  raise UserError(f"a fine-tuned model exports as savedmodel or hf, not {export_format!r}")
-
-
-def verify_finetuned(finetuned: Finetuned, export_format: str, output: str) -> str:
-  """Checks the `savedmodel` (`finetune/verification.py`) or `hf`
-  (`finetune/huggingface_verification.py`) export in `output` against `finetuned`; returns the
-  line saying so, or raises UserError."""
-  verify = verify_task_export if export_format == "savedmodel" else verify_task_huggingface
-  return verify(output, finetuned.model, finetuned.task, finetuned.vocabulary)
 
 
 def portable_finetuned(finetuned: Finetuned, seq_length: int = 0) -> PortableModel:

@@ -13,9 +13,9 @@ import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.numpy_bert import NumpyBert
+from bert_tf.export.tolerances import HUGGINGFACE_TOLERANCE
 from bert_tf.export.verification import (
   EXAMPLES,
-  TOLERANCES,
   Results,
   huggingface_text_ids,
   model_inputs,
@@ -66,7 +66,7 @@ def verify_task_huggingface(directory: str, model: keras.Model, task,
             "word_ids": huggingface_text_ids(directory, reference.words, with_transformers),
             "logits": np.concatenate(head_logits(directory, task, reference.pairs))}
 
-  return verify(f"{task.task} hf", reference.results, loaded, TOLERANCES["hf"])
+  return verify(f"{task.task} hf", reference.results, loaded, HUGGINGFACE_TOLERANCE)
 
 
 def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:

@@ -17,7 +17,8 @@ references share (the texts, the score of a choice) is `kinds/references.py`.
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import TOLERANCES, saved_model_outputs, verify
+from bert_tf.export.tolerances import SAVEDMODEL_TOLERANCE
+from bert_tf.export.verification import saved_model_outputs, verify
 from bert_tf.finetune.kinds.registry import kind
 
 
@@ -31,4 +32,4 @@ def verify_task_export(directory: str, model: keras.Model, task,
   name = f"{task.task} savedmodel"
   (outputs,) = saved_model_outputs(directory, [(task_kind.signature, reference.inputs)], name)
   expected, got = reference.compared(outputs, name)
-  return verify(name, lambda: expected, lambda: got, TOLERANCES["savedmodel"])
+  return verify(name, lambda: expected, lambda: got, SAVEDMODEL_TOLERANCE)

@@ -11,8 +11,8 @@ import tensorflow as tf
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export import trained
+from bert_tf.export.formats.savedmodel import verify_pretrained
 from bert_tf.export.savedmodel import export_savedmodel
-from bert_tf.export.verification import verify_pretraining_export
 from bert_tf.model_dir import METRICS_FILE
 from bert_tf.runtime import cluster, strategy
 from bert_tf.training import datasets
@@ -64,9 +64,8 @@ def _write_serving_export(model: keras.Model, config: TrainConfig,
   # is the user's, and only it is verified (in a fresh process): not copies nobody loads.
   chief = strategy.is_chief(cluster.joined())
   if chief and not config.skip_verify:
-    log.info(verify_pretraining_export("savedmodel", export, model, vocabulary,
-                                       lower_case=config.do_lower_case,
-                                       seq_length=config.seq_length))
+    log.info(verify_pretrained(export, model, vocabulary, lower_case=config.do_lower_case,
+                               seq_length=config.seq_length))
 
 
 def _run_rates(monitor: RunMonitor, model_dir: str) -> dict:

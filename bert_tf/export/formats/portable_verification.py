@@ -1,11 +1,12 @@
 """A LiteRT or ONNX export checks itself as the other exports do (`verification.py`): a fresh
-process that imports only numpy, `tokenizers` and the formats' runtimes (ONNX Runtime,
-`ai_edge_litert`) tokenizes the examples with the export's tokenizer.json and runs the model
-on the pre-training tokenizer's ids of the same texts (pairs, for a task of pairs; a context
-with three endings, for multiple choice); its ids must equal ours, its outputs and what its
-head decides the Keras model's within the tolerance of its quantization
-(`portable_comparison`). Several exports of one model (each format and quantization, say) are
-checked in one such process."""
+process that imports only numpy, `tokenizers`, the formats' runtimes (ONNX Runtime,
+`ai_edge_litert`) and bert_tf's format modules (no TensorFlow: each format loads its file with
+its `runner`, the one place bert_tf does) tokenizes the examples with the export's
+tokenizer.json and runs the model on the pre-training tokenizer's ids of the same texts
+(pairs, for a task of pairs; a context with three endings, for multiple choice); its ids must
+equal ours, its outputs and what its head decides the Keras model's within the tolerance of
+its quantization (`portable_comparison`). Several exports of one model (each format and
+quantization, say) are checked in one such process."""
 
 import json
 import os
@@ -15,10 +16,12 @@ import tempfile
 
 import numpy as np
 
+import bert_tf
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.export_settings import FORMATS
+from bert_tf.export.formats import FORMATS
+from bert_tf.export.formats.format import PortableFormat
 from bert_tf.export.portable import INPUTS, TOKENIZER_FILE, PortableModel
 from bert_tf.export.portable_comparison import TOLERANCES, Examples, compare
 from bert_tf.export.verification import EXAMPLES, pair_ids, text_ids
@@ -35,6 +38,7 @@ _RUN_PORTABLE = r"""
 import json, sys, traceback
 import numpy as np
 from tokenizers import Tokenizer
+from bert_tf.export.formats import FORMATS
 
 given, answered = sys.argv[1:3]
 with open(given) as f:
@@ -45,14 +49,7 @@ def run(export_format, model_file, tokenizer_file):
   tokenizer = Tokenizer.from_file(tokenizer_file)
   ids = [[i for i, m in zip(e.ids, e.attention_mask) if m]
          for e in tokenizer.encode_batch(calls["texts"])]
-  if export_format == "onnx":
-    import onnxruntime
-    session = onnxruntime.InferenceSession(model_file, providers=["CPUExecutionProvider"])
-    names = [output.name for output in session.get_outputs()]
-    outputs = dict(zip(names, session.run(names, inputs)))
-  else:
-    from ai_edge_litert.interpreter import Interpreter
-    outputs = Interpreter(model_path=model_file).get_signature_runner()(**inputs)
+  outputs = FORMATS[export_format].runner(model_file)(inputs)
   return {"ids": ids, "outputs": {k: np.asarray(v).tolist() for k, v in outputs.items()}}
 
 said = []
@@ -67,7 +64,8 @@ with open(answered, "w") as f:
 """
 
 
-def portable_outputs(exports: list[tuple[str, str]], texts: list[str], inputs: dict) -> list:
+def portable_outputs(exports: list[tuple[PortableFormat, str]], texts: list[str],
+                     inputs: dict) -> list:
   """What one fresh process without TensorFlow makes of each export, (format, directory): {"ids":
   the tokenizer's ids of each of `texts`, "outputs": {name: array} of the model on `inputs`},
   or {"error": the last line of what stopped it}."""
@@ -76,14 +74,17 @@ def portable_outputs(exports: list[tuple[str, str]], texts: list[str], inputs: d
     for number, (export_format, directory) in enumerate(exports):
       copy = os.path.join(scratch, str(number))
       files.copy_directory(directory, copy)
-      local.append([export_format, os.path.join(copy, FORMATS[export_format].model_file),
+      local.append([export_format.name, os.path.join(copy, export_format.model_file),
                     os.path.join(copy, TOKENIZER_FILE)])
     given, answered = os.path.join(scratch, "calls.json"), os.path.join(scratch, "out.json")
     with open(given, "w") as f:
       json.dump({"texts": texts, "exports": local,
                  "inputs": {k: np.asarray(v).tolist() for k, v in inputs.items()}}, f)
+    package_root = os.path.dirname(os.path.dirname(bert_tf.__file__))
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
     process = subprocess.run([sys.executable, "-c", _RUN_PORTABLE, given, answered],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": path})
     if process.returncode:
       last = (process.stderr.strip().splitlines() or ["(no message)"])[-1]
       return [{"error": last}] * len(exports)
@@ -172,7 +173,7 @@ def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str]
   expected = {name: np.asarray(value) for name, value in portable.outputs(
       *(inputs[name] for name in INPUTS)).items()}
   examples = compared_examples(portable, vocabulary, inputs)
-  said = portable_outputs([(export_format, directory) for (export_format, _), directory
+  said = portable_outputs([(FORMATS[export_format], directory) for (export_format, _), directory
                            in exports.items()], texts, inputs)
   lines = []
   for ((export_format, quantize), _), got in zip(exports.items(), said):
@@ -186,23 +187,3 @@ def verify_portable(portable: PortableModel, exports: dict[tuple[str, str], str]
     lines.append(f"verified: {name} ids equal, " + compare(
         name, examples, expected, got["outputs"], TOLERANCES[quantize]))
   return lines
-
-
-def runtime_runner(export_format: str, directory: str, threads: int = 0):
-  """The export in the local `directory` loaded in its runtime, in this process: a function
-  of {input name: int32 array} to {output name: array}. `threads`: the runtime's threads
-  (0: its default)."""
-  model_file = os.path.join(directory, FORMATS[export_format].model_file)
-  if export_format == "onnx":
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = onnxruntime.InferenceSession(model_file, options,
-                                           providers=["CPUExecutionProvider"])
-    names = [output.name for output in session.get_outputs()]
-    return lambda inputs: dict(zip(names, session.run(names, inputs)))
-  from ai_edge_litert.interpreter import Interpreter
-
-  runner = Interpreter(model_path=model_file, num_threads=threads or None).get_signature_runner()
-  return lambda inputs: runner(**inputs)
