@@ -117,7 +117,9 @@ def _read_all(prefix: str, files: tuple) -> str:
   if not any(path == prefix + ".index" for path, _, _ in files):
     return "its index file is missing"
   try:
-    reader = tf.train.load_checkpoint(prefix)
+    # The reader itself: load_checkpoint asks first whether the prefix is a directory, which
+    # ram:// answers yes for any prefix of a file's path.
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)
     for name in reader.get_variable_to_shape_map():
       reader.get_tensor(name)
   except (IndexError, ValueError, UnicodeDecodeError, tf.errors.OpError) as e:

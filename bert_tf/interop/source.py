@@ -156,6 +156,14 @@ class RunDirectory(Source):
                   "train.py to finish)", self.path, final_step, latest, final_step)
 
   def check_loadable(self) -> None:
+    """A finished run, or one still training whose newest whole checkpoint gives the weights
+    (`load_weights`)."""
+    if self.has_checkpoint and not tf.io.gfile.exists(
+        os.path.join(self.path, model_dir.WEIGHTS_FILE)):
+      for name in (model_dir.VOCAB_FILE, model_dir.TRAIN_CONFIG_FILE):
+        self._file(name)
+      model_dir.newest_whole(self.path, f"check {self.flag}")
+      return
     self.check_finished()
 
   def load_weights(self, model: keras.Model, config: BertConfig) -> None:
