@@ -23,7 +23,7 @@ import tensorflow as tf
 from bert_tf import audit, run_record, settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
-from bert_tf.export import trained
+from bert_tf.export import formats, trained
 from bert_tf.runtime import precision
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
@@ -314,5 +314,5 @@ def test_a_model_dir_with_its_checkpoints_alone_exports(base, tmp_path, caplog):
   for found, expected in zip(alone.model.get_weights(), finished.model.get_weights()):
     np.testing.assert_array_equal(found, expected)
   assert (alone.seq_length, alone.lower_case) == (finished.seq_length, finished.lower_case)
-  output = trained.export(alone, "hf", str(tmp_path / "hf"))
+  output = formats.export(alone, "hf", str(tmp_path / "hf"))
   assert os.path.exists(os.path.join(output, "model.safetensors"))
