@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -454,3 +455,28 @@ class Logged(logging.Handler):
   def __exit__(self, *exception):
     logging.getLogger().removeHandler(self)
     logging.getLogger("bert_tf").setLevel(self.level_before)
+
+
+def shape_of_no_preset(vocab_size: int):
+  """A shape that no preset has: only its model says it."""
+  from bert_tf.model.bert_config import BertConfig
+  return BertConfig(vocab_size=vocab_size, hidden_size=96, num_hidden_layers=2,
+                    num_attention_heads=3, intermediate_size=160, max_position_embeddings=128)
+
+
+def published_model(vocab_file: str, write_tf1_checkpoint, google_dir: str, hf_dir: str):
+  """A small model of `shape_of_no_preset`, written as a
+  published BERT is in both layouts: `google_dir` as Google's releases are (bert_config.json,
+  vocab.txt, bert_model.ckpt.*), `hf_dir` a Hugging Face directory. Returns its shape."""
+  from bert_tf.data.tokenization import Vocabulary
+  from bert_tf.interop.huggingface import export_huggingface
+  from bert_tf.interop.state import model_state
+  from bert_tf.model.pretraining import pretraining_model
+
+  vocabulary = Vocabulary(vocab_file)
+  shape = shape_of_no_preset(len(vocabulary))
+  model = pretraining_model(shape)
+  write_tf1_checkpoint(model_state(model, shape), shape, google_dir)
+  shutil.copy(vocab_file, os.path.join(google_dir, "vocab.txt"))
+  export_huggingface(model, shape, vocabulary, hf_dir, lower_case=True)
+  return shape

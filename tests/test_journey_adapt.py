@@ -13,17 +13,13 @@ A documented command that changes without its journey fails here."""
 import json
 import os
 import re
-import shutil
 
 import pytest
 
 import journeys
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.interop.huggingface import export_huggingface
-from bert_tf.interop.state import model_state
 from bert_tf.model.bert_config import BertConfig
-from bert_tf.model.pretraining import pretraining_model
-from helpers import ROOT, docstring_corpus, run
+from helpers import ROOT, docstring_corpus, published_model, run
 
 # Appended to each train.py command: the journey's size, not its path.
 FOR_SIZE = ["--train_steps=2", "--warmup_steps=1", "--checkpoint_every=2",
@@ -39,24 +35,14 @@ def documented_commands(doc: str, name: str) -> list[list[str]]:
   return [argv[1:] for argv in found]
 
 
-def shape_of_no_preset(vocab_size: int) -> BertConfig:
-  return BertConfig(vocab_size=vocab_size, hidden_size=96, num_hidden_layers=2,
-                    num_attention_heads=3, intermediate_size=160, max_position_embeddings=128)
-
-
 @pytest.fixture(scope="module")
 def journey(tmp_path_factory, vocab_file, write_tf1_checkpoint):
   """The working directory of the journey: the model (its vocabulary learned from the
   built-in corpus) in both layouts, a corpus of another domain (standard-library docstrings),
   configs/ and train.py; and the model's shape."""
   place = tmp_path_factory.mktemp("journey")
-  shape = shape_of_no_preset(len(Vocabulary(vocab_file)))
-  model = pretraining_model(shape)
-  google = place / "uncased_L-12_H-768_A-12"
-  write_tf1_checkpoint(model_state(model, shape), shape, str(google))
-  shutil.copy(vocab_file, google / "vocab.txt")
-  export_huggingface(model, shape, Vocabulary(vocab_file), str(place / "bert-base-uncased"),
-                     lower_case=True)
+  shape = published_model(vocab_file, write_tf1_checkpoint,
+                          str(place / "uncased_L-12_H-768_A-12"), str(place / "bert-base-uncased"))
   (place / "corpus").mkdir()
   docstring_corpus(place / "corpus")  # mail and the web: another domain than the model's
   os.symlink(os.path.join(ROOT, "configs"), place / "configs")

@@ -20,25 +20,16 @@ from bert_tf.errors import UserError
 from bert_tf.export.formats.export_config import ExportConfig
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.training import finetune
-from bert_tf.interop.huggingface import export_huggingface
-from bert_tf.interop.state import model_state
 from bert_tf.model.bert_config import BertConfig
-from bert_tf.model.pretraining import pretraining_model
 from bert_tf.prepare import PrepareConfig, prepare_records
 from bert_tf.training import preparation
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.trainer import train
-from helpers import ROOT, run
+from helpers import ROOT, published_model, run, shape_of_no_preset
 
 TINY = dict(seq_length=32, max_predictions_per_seq=5, global_batch_size=4, train_steps=2,
             checkpoint_every=2, warmup_steps=1, eval_steps=1, serving_export=False)
 GOOGLE = "uncased_L-12_H-768_A-12"  # as README's command names the folder
-
-
-def shape_of_no_preset(vocab_size: int) -> BertConfig:
-  """A shape that no preset has: only its model says it."""
-  return BertConfig(vocab_size=vocab_size, hidden_size=96, num_hidden_layers=2,
-                    num_attention_heads=3, intermediate_size=160, max_position_embeddings=128)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +37,9 @@ def published(tmp_path_factory, vocab_file, write_tf1_checkpoint):
   """One small model in both published layouts: {"google": a folder as Google's releases are
   (bert_config.json, vocab.txt, bert_model.ckpt.*), "hf": a Hugging Face directory}."""
   root = tmp_path_factory.mktemp("published")
-  shape = shape_of_no_preset(len(Vocabulary(vocab_file)))
-  model = pretraining_model(shape)
-  google = root / "google"
-  write_tf1_checkpoint(model_state(model, shape), shape, str(google))
-  shutil.copy(vocab_file, google / "vocab.txt")
-  hf = export_huggingface(model, shape, Vocabulary(vocab_file), str(root / "hf"),
-                          lower_case=True)
-  return {"google": str(google), "hf": hf}
+  google, hf = str(root / "google"), str(root / "hf")
+  published_model(vocab_file, write_tf1_checkpoint, google, hf)
+  return {"google": google, "hf": hf}
 
 
 def listing(root) -> dict:
