@@ -4,22 +4,19 @@ vocabulary's tokens in order, the run's settings and its corpus's fingerprint.
 The same facts are side files of the model_dir (`bert_config.json`, `vocab.txt`,
 `train_config.json`, `corpus.json`), which a user may delete or copy apart from
 `checkpoints/`. The record, saved inside every checkpoint as one JSON string, is what a re-run
-believes when they are gone or disagree with it, and what writes them again
-(`restore_side_files`), so that a model_dir left with its checkpoints alone can be resumed and
-exported.
+believes when they are gone or disagree with it, so that a model_dir left with its checkpoints
+alone can be resumed (the run writes its side files again: the model_dir is its own) and
+exported or fine-tuned from (read from the record, nothing written into that model_dir:
+`bert_tf/interop/source.py` `RunDirectory`).
 """
 
 import hashlib
 import json
-import logging
-import os
 
 import tensorflow as tf
 
-from bert_tf import files, model_dir
+from bert_tf import model_dir
 from bert_tf.model_dir import CONFIG_FILE, TRAIN_CONFIG_FILE, VOCAB_FILE
-
-log = logging.getLogger("bert_tf")
 
 CORPUS_FILE = "corpus.json"  # under model_dir: {path: [size, modification time in ns]}
 NAME = "record"  # the record's name in a checkpoint's object graph
@@ -92,18 +89,3 @@ def side_files(record: dict) -> dict[str, str]:
 def _json(values: dict) -> str:
   return json.dumps(values, indent=2, sort_keys=True) + "\n"
 
-
-def restore_side_files(run: str) -> list[str]:
-  """Writes the side files missing from the model_dir `run` again from its newest whole
-  checkpoint's record (one line naming them); returns their names."""
-  found = latest(run)
-  if not found:
-    return []
-  checkpoint, record = found
-  missing = {name: text for name, text in side_files(record).items()
-             if not tf.io.gfile.exists(os.path.join(run, name))}
-  for name, text in missing.items():
-    files.write_text(os.path.join(run, name), text)
-  if missing:
-    log.info("Written again from the record in %s: %s", checkpoint, ", ".join(sorted(missing)))
-  return sorted(missing)

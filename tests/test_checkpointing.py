@@ -15,6 +15,7 @@ from bert_tf.data.data_position import DataPosition
 from bert_tf.errors import UserError
 from bert_tf.runtime import checkpointing, stopping
 from bert_tf.training import fitting
+from helpers import run
 
 
 def make_model(seed=0):
@@ -191,3 +192,22 @@ def test_a_non_finite_loss_stops_before_the_next_save(tmp_path):
   assert "the loss is not finite at step 4" in guard.stop_reason
   assert checkpointer.manager.checkpoints == [checkpointer.manager.latest_checkpoint]
   assert checkpointer.latest_step == 0  # nothing written after the loss went bad
+
+
+COMMON_STEP = r"""
+import sys
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()  # one worker: no TF_CONFIG
+from test_checkpointing import make_checkpointer, train_and_save
+train_and_save(make_checkpointer(sys.argv[1]), 2)
+print(make_checkpointer(sys.argv[1]).restore(strategy))
+"""
+
+
+def test_the_workers_common_step_is_gathered_in_a_function_without_the_eager_warning(tmp_path):
+  """Restoring under a multi-worker strategy gathers every worker's step (one worker here):
+  in a tf.function, not the strategy run eagerly, which TensorFlow warns about on each."""
+  result = run(["-c", COMMON_STEP, str(tmp_path)])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split() == ["2"]
+  assert "eagerly" not in result.stderr

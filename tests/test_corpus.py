@@ -1,5 +1,6 @@
 """Corpus files to documents (docs/design.md#corpus): messy text, file lists, the document count."""
 
+import gzip
 import os
 import re
 import sys
@@ -390,3 +391,20 @@ def test_a_binary_corpus_file_is_refused(tmp_path, name, content):
   with pytest.raises(UserError, match=rf"^{re.escape(path)} is not text: \d+% of its first "
                      "[0-9,]+ bytes are not UTF-8 characters or are control characters"):
     corpus.check_documents([path], "sentence_per_line", needed=2)
+
+
+@pytest.mark.parametrize("name,content,problem", [
+    ("z.txt.gz", gzip.compress(b"One.\n\nTwo.\n"), "is gzip-compressed"),
+    ("z.txt", np.random.default_rng(0).bytes(5000), "is not text"),
+    ("z.txt", None, "cannot be read")], ids=["gzip", "binary", "gone"])
+def test_a_bad_file_late_in_a_long_list_is_found_up_front(tmp_path, monkeypatch, name, content,
+                                                          problem):
+  """The documents are counted in the first files only (CHECK_BYTES), but every file's start
+  is looked at: the last of many files, compressed, binary or gone, is one line now."""
+  monkeypatch.setattr(corpus, "CHECK_BYTES", 200)
+  text = b"".join(f"Document {i}.\nIts second line.\n\n".encode() for i in range(20))
+  paths = [_write(tmp_path / f"{i:02}.txt", text) for i in range(30)]
+  last = str(tmp_path / name) if content is None else _write(tmp_path / name, content)
+  with pytest.raises(UserError, match=f"^{re.escape(last)} {problem}"):
+    corpus.check_documents([*paths, last], "sentence_per_line", needed=2)
+  corpus.check_documents(paths, "sentence_per_line", needed=2)

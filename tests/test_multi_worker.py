@@ -102,6 +102,7 @@ def test_two_workers_train_together(tf_config_run):
   model_dir, outputs = tf_config_run
   for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
+    assert "eagerly has significant overhead" not in stderr  # no strategy run eagerly
 
   chief_dir, other_dir = model_dir, os.path.join(model_dir, "workers", "worker-1")
   chief, other = (weights(d) for d in (chief_dir, other_dir))
@@ -144,6 +145,7 @@ def test_a_slurm_launch_trains_as_the_tf_config_launch(tf_config_run, tmp_path, 
   outputs = finish(start_slurm_workers(SLURM_WORKER, [data_dir, vocab_file, model_dir]))
   for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
+    assert "eagerly has significant overhead" not in stderr  # no strategy run eagerly
   trained_as_the_tf_config_launch(model_dir, tf_config_run)
 
 
@@ -181,4 +183,5 @@ def test_the_pods_of_the_kubernetes_manifest_train_as_the_tf_config_launch(
 
   for index, stderr in enumerate(outputs):
     assert f"Input pipeline {index} of 2" in stderr
+    assert "eagerly has significant overhead" not in stderr  # no strategy run eagerly
   trained_as_the_tf_config_launch(model_dir, tf_config_run)

@@ -23,7 +23,9 @@ import tensorflow as tf
 from bert_tf import audit, run_record, settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
-from bert_tf.export import formats, trained
+from bert_tf.export import trained
+from bert_tf.export.formats.export_config import ExportConfig
+from bert_tf.interop.source import open_source
 from bert_tf.runtime import precision
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
@@ -301,18 +303,33 @@ def test_side_files_that_disagree_with_the_checkpoint_are_not_believed(base, tmp
           f"{model_dir}/checkpoints/ckpt-4: the checkpoint is believed") in caplog.text
 
 
+def file_tree(directory: str) -> dict[str, bytes]:
+  """Every file under `directory`, by its path there, with its bytes."""
+  return {os.path.relpath(os.path.join(folder, name), directory):
+          open(os.path.join(folder, name), "rb").read()
+          for folder, _, names in os.walk(directory) for name in names}
+
+
 @pytest.mark.e2e
-def test_a_model_dir_with_its_checkpoints_alone_exports(base, tmp_path, caplog):
+def test_a_model_dir_with_its_checkpoints_alone_exports_writing_nothing_into_it(
+    base, tmp_path, caplog):
+  from bert_tf.export.__main__ import export  # its import starts the console
   model_dir = stripped(base, tmp_path)
+  before = file_tree(model_dir)
+  output = str(tmp_path / "hf")
   with caplog.at_level(logging.INFO, logger="bert_tf"):
-    alone = trained.load_trained(model_dir)
-  assert "Written again from the record in" in caplog.text
-  for name in SIDE_FILES:
-    assert open(os.path.join(model_dir, name)).read() == open(
-        os.path.join(base.model_dir, name)).read(), name
+    export(ExportConfig(model_dir=model_dir, format="hf", output=output))
+  assert file_tree(model_dir) == before
+  assert (f"{model_dir} has no bert_config.json, train_config.json, vocab.txt: read from the "
+          f"record in its checkpoint {model_dir}/checkpoints/ckpt-4") in caplog.text
+  assert open(os.path.join(output, "vocab.txt")).read() == open(
+      os.path.join(base.model_dir, "vocab.txt")).read()
+  alone = trained.load_trained(model_dir)
   finished = trained.load_trained(base.model_dir)  # its final weights: step 4's
   for found, expected in zip(alone.model.get_weights(), finished.model.get_weights()):
     np.testing.assert_array_equal(found, expected)
   assert (alone.seq_length, alone.lower_case) == (finished.seq_length, finished.lower_case)
-  output = formats.export(alone, "hf", str(tmp_path / "hf"))
-  assert os.path.exists(os.path.join(output, "model.safetensors"))
+  pretrained = open_source(model_dir, "--model_dir")  # as fine-tuning reads it
+  pretrained.check_loadable()
+  assert pretrained.vocabulary == finished.vocabulary
+  assert file_tree(model_dir) == before

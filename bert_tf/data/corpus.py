@@ -8,6 +8,7 @@ next. So memory is bounded by the chunk size and the longest document allowed
 How files are cut into ranges is `bert_tf.data.pieces`'s job.
 """
 
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -284,6 +285,7 @@ _COMPRESSED = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip",
 # (UTF-16 holds a NUL every other byte): refused. Text with a stray bad byte or NUL trains, the
 # bytes replaced.
 BINARY_SHARE = 0.1
+HEAD_BYTES = 4096  # what is looked at of each file's start
 
 
 def _not_text_share(head: bytes) -> float:
@@ -296,9 +298,13 @@ def _not_text_share(head: bytes) -> float:
 
 def _check_is_text(path: str) -> None:
   """A compressed or binary file is refused (its bytes would train as text); one that holds
-  NUL bytes near its start among text is warned about (it trains, its bad bytes replaced)."""
-  with tf.io.gfile.GFile(path, "rb") as f:
-    head = f.read(4096)
+  NUL bytes near its start among text is warned about (it trains, its bad bytes replaced); one
+  that cannot be opened is refused too."""
+  try:
+    with tf.io.gfile.GFile(path, "rb") as f:
+      head = f.read(HEAD_BYTES)
+  except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as e:
+    raise UserError(f"{path} cannot be read: {e.message.splitlines()[0]}") from None
   for magic, kind in _COMPRESSED.items():
     if head.startswith(magic):
       raise UserError(f"{path} is {kind}-compressed: corpus files are read as plain text, "
@@ -313,17 +319,21 @@ def _check_is_text(path: str) -> None:
 
 
 def check_documents(files: list[str], input_format: str, needed: int) -> None:
-  """Fails clearly unless the corpus has at least `needed` documents (NSP needs two).
+  """Fails clearly unless every file can be read and starts as text, and the corpus has at
+  least `needed` documents (NSP needs two).
 
-  Reads at most about CHECK_BYTES from the start of the corpus (ending at a document
-  boundary), and refuses a compressed or binary file among the files it reads. A corpus with
-  more text than that is accepted: its first CHECK_BYTES hold fewer documents only if one
-  document is that long, and a document that long is cut into parts.
+  Every file's first bytes are looked at, in parallel (`_check_is_text`: cheap, so that a
+  compressed, binary or unreadable file late in a long list is one line now, not a failure
+  mid-run; the first bad one in the list is named). Then at most about CHECK_BYTES from the
+  start of the corpus are read (ending at a document boundary) and its documents counted. A
+  corpus with more text than that is accepted: its first CHECK_BYTES hold fewer documents only
+  if one document is that long, and a document that long is cut into parts.
   """
   _check_format(input_format)
+  with concurrent.futures.ThreadPoolExecutor(min(32, max(1, len(files)))) as pool:
+    list(pool.map(_check_is_text, files))  # a round trip each on a remote file system
   ranges, budget = [], CHECK_BYTES
   for path in files:
-    _check_is_text(path)
     ranges.append(pieces.prefix_range(path, budget))
     budget -= ranges[-1].length
     if budget <= 0 or ranges[-1].end < ranges[-1].file_size:

@@ -6,7 +6,6 @@ import os
 
 import keras
 
-from bert_tf import run_record
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.portable import ENCODER_SHAPES, PortableModel, encoder_outputs
 from bert_tf.interop.source import RunDirectory
@@ -33,9 +32,9 @@ def save_weights(model: keras.Model, model_dir: str) -> None:
 
 def load_trained(model_dir: str) -> Trained:
   """The final model of a finished train.py run (`RunDirectory.check_finished`). A model_dir
-  left with its checkpoints alone has its side files written again from the newest whole
-  one's record, and gives that checkpoint's weights (`RunDirectory.load_weights`)."""
-  run_record.restore_side_files(model_dir)
+  left with its checkpoints alone gives its newest whole one's weights
+  (`RunDirectory.load_weights`) and its side files as that one's record holds them; nothing is
+  written into it."""
   run = RunDirectory(model_dir)
   model = pretraining_model(run.config)
   run.load_weights(model, run.config)

@@ -5,10 +5,13 @@ directory or an original BERT checkpoint. `open_source` recognises the path and 
 and its weights. Every way the path can be wrong is one line naming the problem."""
 
 import abc
+import atexit
 import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 
 import keras
 import tensorflow as tf
@@ -92,7 +95,9 @@ class Source(abc.ABC):
 class RunDirectory(Source):
   """A train.py model_dir: finished (its final weights, `model.weights.h5`) or still training
   (its checkpoints only). Its weights are the final ones; a run goes on from its checkpoints
-  through the trainer (`has_checkpoint`)."""
+  through the trainer (`has_checkpoint`). A side file that is gone (`bert_config.json`,
+  `train_config.json`, `vocab.txt`) is read from the record of its newest whole checkpoint
+  (`bert_tf/run_record.py`): reading a model_dir writes nothing into it."""
 
   kind = "a bert_tf model_dir"
 
@@ -112,12 +117,34 @@ class RunDirectory(Source):
     return path
 
   @functools.cached_property
+  def _recorded(self) -> dict[str, str]:
+    """The texts of the side files it lacks, from its newest whole checkpoint's record (said
+    in a line); {} when it lacks none or has no recorded checkpoint."""
+    gone = [name for name in (model_dir.CONFIG_FILE, model_dir.TRAIN_CONFIG_FILE,
+                              model_dir.VOCAB_FILE)
+            if not tf.io.gfile.exists(os.path.join(self.path, name))]
+    found = run_record.latest(self.path) if gone else None
+    if not found:
+      return {}
+    checkpoint, record = found
+    log.info("%s has no %s: read from the record in its checkpoint %s", self.path,
+             ", ".join(gone), checkpoint)
+    texts = run_record.side_files(record)
+    return {name: texts[name] for name in gone}
+
+  def _text(self, name: str) -> str:
+    """The side file `name`'s text: the file's, or the record's when it is gone; a one-line
+    UserError when neither is there."""
+    if name in self._recorded:
+      return self._recorded[name]
+    with tf.io.gfile.GFile(self._file(name)) as f:
+      return f.read()
+
+  @functools.cached_property
   def config(self) -> BertConfig:
     """Its bert_config.json, or, without one, the record of its latest checkpoint."""
-    if not tf.io.gfile.exists(self.config_file):
-      found = run_record.latest(self.path)
-      if found:
-        return BertConfig(**found[1]["bert_config"])
+    if model_dir.CONFIG_FILE in self._recorded:
+      return BertConfig(**json.loads(self._recorded[model_dir.CONFIG_FILE]))
     return BertConfig.from_json_file(self._file(model_dir.CONFIG_FILE))
 
   @property
@@ -126,24 +153,40 @@ class RunDirectory(Source):
 
   @functools.cached_property
   def settings(self) -> dict:
-    """The run's settings, as `train_config.json` recorded them."""
-    with tf.io.gfile.GFile(self._file(model_dir.TRAIN_CONFIG_FILE)) as f:
-      return json.load(f)
+    """The run's settings, as `train_config.json` (or the record) gives them."""
+    return json.loads(self._text(model_dir.TRAIN_CONFIG_FILE))
 
   @functools.cached_property
   def lower_case(self) -> bool:
     return self.settings["do_lower_case"]
 
   def vocabulary_file(self) -> str:
-    return self._file(model_dir.VOCAB_FILE)
+    """Its vocab.txt; without one, the record's tokens in a temporary file
+    (`_recorded_vocabulary`)."""
+    if model_dir.VOCAB_FILE not in self._recorded:
+      return self._file(model_dir.VOCAB_FILE)
+    return self._recorded_vocabulary
+
+  @functools.cached_property
+  def _recorded_vocabulary(self) -> str:
+    """The record's vocabulary written to a local temporary directory that is removed when
+    the process ends: the exports and fine-tuning copy a vocabulary from a file, and the
+    model_dir is not theirs to write in."""
+    directory = tempfile.mkdtemp(prefix="bert_tf-recorded-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = os.path.join(directory, model_dir.VOCAB_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+      f.write(self._recorded[model_dir.VOCAB_FILE])
+    return path
 
   def check_finished(self) -> None:
-    """Raises a one-line UserError unless the model_dir holds what a finished run leaves, and
-    says in a line when its final weights are older than its latest checkpoint: a re-run with
-    more --train_steps went on from them and has not finished."""
-    for name in (model_dir.CONFIG_FILE, model_dir.VOCAB_FILE, model_dir.WEIGHTS_FILE,
-                 model_dir.TRAIN_CONFIG_FILE):
-      self._file(name)
+    """Raises a one-line UserError unless the model_dir holds what a finished run leaves (its
+    side files or its checkpoint's record of them), and says in a line when its final weights
+    are older than its latest checkpoint: a re-run with more --train_steps went on from them
+    and has not finished."""
+    self._file(model_dir.WEIGHTS_FILE)
+    for name in (model_dir.CONFIG_FILE, model_dir.VOCAB_FILE, model_dir.TRAIN_CONFIG_FILE):
+      self._text(name)
     metrics = os.path.join(self.path, model_dir.METRICS_FILE)
     if not tf.io.gfile.exists(metrics):
       return
@@ -161,7 +204,7 @@ class RunDirectory(Source):
     if self.has_checkpoint and not tf.io.gfile.exists(
         os.path.join(self.path, model_dir.WEIGHTS_FILE)):
       for name in (model_dir.VOCAB_FILE, model_dir.TRAIN_CONFIG_FILE):
-        self._file(name)
+        self._text(name)
       model_dir.newest_whole(self.path, f"check {self.flag}")
       return
     self.check_finished()

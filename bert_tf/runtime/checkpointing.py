@@ -141,7 +141,10 @@ class Checkpointer:
     resized = (self.chief_directory == self.manager.directory and bool(self.restored_path)
                and self.other_workers_saved(self.restored_path))
     mine = tf.constant([[own, int(resized)]], tf.int64)
-    gathered = strategy.gather(strategy.run(lambda: mine), axis=0).numpy()
+    # In a tf.function: the strategy run eagerly is slower and warns on every worker.
+    every_workers = tf.function(lambda: strategy.gather(strategy.run(lambda: mine), axis=0),
+                                autograph=False)
+    gathered = every_workers().numpy()
     steps = [int(step) for step in gathered[:, 0]]
     if gathered[0, 1]:  # the chief's (worker 0's) was saved by another number of workers
       if self.chief_directory != self.manager.directory:

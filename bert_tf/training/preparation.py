@@ -22,6 +22,7 @@ from bert_tf.interop import init_checkpoint
 from bert_tf.interop.source import Source
 from bert_tf.model.bert_config import BertConfig, resolve_config
 from bert_tf.model.model_settings import SCRATCH_CONFIG
+from bert_tf.training import chief_vocabulary
 from bert_tf.training.grown_vocabulary import run_vocabulary
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, probe
@@ -131,10 +132,13 @@ def check_inputs(config: TrainConfig) -> CheckedInputs:
 
 def learned_vocabulary(inputs: CheckedInputs) -> Vocabulary:
   """The checked vocabulary, or the one learned from the corpus and written as --vocab_file
-  when it did not exist."""
+  when it did not exist: by the chief alone in a cluster, the other workers waiting for its
+  file (`chief_vocabulary`)."""
   if inputs.vocabulary is not None:
     return inputs.vocabulary
   config = inputs.config
+  if not chief_vocabulary.learns_here():
+    return chief_vocabulary.learned_by_the_chief(config.vocab_file)
   log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
   return build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
                           lower_case=config.do_lower_case, input_format=config.input_format,
