@@ -3,6 +3,8 @@ in a run of consecutive examples that resumes exactly; the model gives each pair
 row what it gives the pair alone, so the losses are the unpacked ones."""
 
 import collections
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -12,7 +14,17 @@ import bert_tf
 from bert_tf.data import builtin_corpus, packing
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
-from helpers import randomised_model
+from bert_tf.training.trainer import TrainConfig, train
+from helpers import (
+  RESUMABLE_CONFIG,
+  one_layer_config,
+  randomised_model,
+  resumable_run,
+  run,
+  start,
+  wait_for_checkpoint,
+  weights,
+)
 
 ROWS, SEQ, PREDICTIONS = 8, 64, 10
 FAST = dict(document_shuffle_buffer=100, example_shuffle_buffer=200)
@@ -74,8 +86,8 @@ def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_fi
   stream = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
   packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True).take(6))
   taken = 0
-  for features, labels, weights in packed:
-    pairs = _packed_pairs(features, labels, weights)
+  for features, labels, sample_weights in packed:
+    pairs = _packed_pairs(features, labels, sample_weights)
     assert collections.Counter(pairs) == collections.Counter(stream[taken:taken + len(pairs)])
     taken += len(pairs)
     assert features["token_ids"].shape == (ROWS, SEQ)
@@ -175,3 +187,30 @@ def test_packed_losses_and_metrics_are_the_unpacked_ones():
   assert packed.keys() == unpacked.keys()
   for name, value in unpacked.items():
     assert packed[name] == pytest.approx(value, abs=1e-5), name
+
+
+@pytest.mark.e2e
+def test_packed_run_resumes_exactly_and_exports_the_same_bert(
+    short_documents, vocab_file, data_dir, tmp_path):
+  """A packed run (train.py --packing) killed after a checkpoint and run again ends with the
+  weights of an uninterrupted one, and its export is the unpacked BERT's SavedModel, checked
+  as every run's is."""
+  whole, killed = str(tmp_path / "whole"), str(tmp_path / "killed")
+  train(TrainConfig(model_dir=whole, data_dir=data_dir, vocab_file=vocab_file,
+                    config=one_layer_config(vocab_file), input_files=short_documents,
+                    packing=True, **{**RESUMABLE_CONFIG, "serving_export": True}))
+  args = resumable_run(killed, data_dir, vocab_file, "--packing",
+                       f"--input_files={short_documents}")
+  process = start(args)
+  wait_for_checkpoint([killed], 6, [process])
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  result = run(args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "Resumed from the checkpoint at step" in result.stderr
+  expected, got = weights(whole), weights(killed)
+  assert expected.keys() == got.keys()
+  for name in expected:
+    np.testing.assert_allclose(got[name], expected[name], atol=1e-5, err_msg=name)
+  encoder = tf.saved_model.load(os.path.join(whole, "export"))
+  assert "fill_mask" in encoder.signatures
