@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf.data import builtin_corpus, packing
+from bert_tf.data.record_dataset import records_dataset
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.training.trainer import TrainConfig, train
@@ -25,6 +26,7 @@ from helpers import (
   wait_for_checkpoint,
   weights,
 )
+from test_records import TOKENS, original_instance, original_record, write_records
 
 ROWS, SEQ, PREDICTIONS = 8, 64, 10
 FAST = dict(document_shuffle_buffer=100, example_shuffle_buffer=200)
@@ -125,6 +127,23 @@ def test_packed_stream_resumes_after_its_last_batch(short_documents, vocab_file,
                             **options).take(3))
   for expected, got in zip(batches[2:], resumed, strict=True):
     tf.nest.map_structure(np.testing.assert_array_equal, expected, got)
+
+
+def test_records_pack_as_text_does(tmp_path):
+  """Original BERT's records (a file `prepare` or create_pretraining_data.py writes) pack
+  into the same rows: every record's pair once, its masks and labels kept."""
+  rng = np.random.default_rng(1)
+  path = write_records(str(tmp_path / "part.tfrecord"),
+                       [original_record(original_instance(rng)) for _ in range(60)])
+  vocabulary = tmp_path / "vocab.txt"
+  vocabulary.write_text("\n".join(TOKENS) + "\n")
+  one_pass = dict(batch_size=4, repeat=False, shuffle=False)
+  unpacked, packed = (
+      [pair for batch in _numpy(records_dataset(path, str(vocabulary), packing=layout,
+                                                **one_pass))
+       for pair in (_packed_pairs if layout else _unpacked_pairs)(*batch)]
+      for layout in (False, True))
+  assert len(unpacked) == 60 and collections.Counter(packed) == collections.Counter(unpacked)
 
 
 CONFIG = BertConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
