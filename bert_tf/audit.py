@@ -83,6 +83,7 @@ class Statistics:
     self.counts = collections.Counter()
     self.documents = set()
     self.with_pairs = True  # until a batch comes without the facts of its pairs
+    self.packed = False  # rows of several pairs (--packing): "examples" counts pairs
 
   def add(self, features, labels, weights, facts=None) -> None:
     """A batch; `facts`: its pairs' documents, windows and short targets (text only)."""
@@ -90,6 +91,7 @@ class Statistics:
     is_slot = weights["mlm"] > 0
     shown = np.take_along_axis(features["token_ids"], features["masked_positions"], axis=1)
     is_pair = weights["nsp"] > 0  # every row's one pair, or a packed row's pairs
+    self.packed = "pair_ids" in features
     c["rows"] += len(labels["nsp"])
     c["examples"] += int(is_pair.sum())
     c["tokens"] += int(features["padding_mask"].sum())
@@ -124,8 +126,9 @@ class Statistics:
         "is_next_share": c["is_next"] / max(c["examples"], 1),
         "mean_tokens": c["tokens"] / max(c["examples"], 1),
         "padding_share": 1 - c["tokens"] / max(c["slots"], 1),
-        "pairs_per_row": c["examples"] / max(c["rows"], 1),
     }
+    if self.packed:
+      summary["pairs_per_row"] = c["examples"] / max(c["rows"], 1)
     if self.with_pairs:
       summary.update({
           "not_next_other_document_share": c["not_next_other"] / max(c["not_next"], 1),

@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.data import builtin_corpus, packing
+from bert_tf.audit import AuditConfig, audit
+from bert_tf.data import builtin_corpus, packing, records
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
@@ -26,7 +27,6 @@ from helpers import (
   wait_for_checkpoint,
   weights,
 )
-from test_records import TOKENS, original_instance, original_record, write_records
 
 ROWS, SEQ, PREDICTIONS = 8, 64, 10
 FAST = dict(document_shuffle_buffer=100, example_shuffle_buffer=200)
@@ -129,21 +129,32 @@ def test_packed_stream_resumes_after_its_last_batch(short_documents, vocab_file,
     tf.nest.map_structure(np.testing.assert_array_equal, expected, got)
 
 
-def test_records_pack_as_text_does(tmp_path):
-  """Original BERT's records (a file `prepare` or create_pretraining_data.py writes) pack
-  into the same rows: every record's pair once, its masks and labels kept."""
-  rng = np.random.default_rng(1)
-  path = write_records(str(tmp_path / "part.tfrecord"),
-                       [original_record(original_instance(rng)) for _ in range(60)])
-  vocabulary = tmp_path / "vocab.txt"
-  vocabulary.write_text("\n".join(TOKENS) + "\n")
-  one_pass = dict(batch_size=4, repeat=False, shuffle=False)
-  unpacked, packed = (
-      [pair for batch in _numpy(records_dataset(path, str(vocabulary), packing=layout,
-                                                **one_pass))
-       for pair in (_packed_pairs if layout else _unpacked_pairs)(*batch)]
-      for layout in (False, True))
+def test_records_pack_as_text_does(short_documents, vocab_file, data_dir, tmp_path):
+  """Original BERT's records (as `prepare` writes them) pack into the same rows: every
+  record's pair once, its masks and labels kept."""
+  batches = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=20).take(3))
+  path = str(tmp_path / "part.tfrecord")
+  with tf.io.TFRecordWriter(path) as writer:
+    for batch in batches:
+      for record in records.serialize(*batch).numpy():
+        writer.write(record)
+  read = records_dataset(path, vocab_file, packing=True, batch_size=4, repeat=False,
+                         shuffle=False)
+  packed = [pair for batch in _numpy(read) for pair in _packed_pairs(*batch)]
+  unpacked = [pair for batch in batches for pair in _unpacked_pairs(*batch)]
   assert len(unpacked) == 60 and collections.Counter(packed) == collections.Counter(unpacked)
+
+
+def test_audit_counts_pairs_of_packed_rows(short_documents, vocab_file, data_dir, tmp_path):
+  """`bert_tf.audit --packing`: the shares per pair, the padding and the pairs a row; each
+  row's text shows its pairs."""
+  config = AuditConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=str(tmp_path),
+                       input_files=short_documents, packing=True)
+  texts, stats = audit(config, num_examples=64, show_examples=2, batch_size=32)
+  assert stats["pairs_per_row"] > 1.5 and stats["examples"] > 96
+  assert stats["padding_share"] < 0.1
+  assert stats["masked_share"] == pytest.approx(0.15, abs=0.02)
+  assert len(texts) == 2 and all(" || " in text for text in texts)
 
 
 CONFIG = BertConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
