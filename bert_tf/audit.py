@@ -43,25 +43,34 @@ class AuditConfig(TrainConfig):
 
 
 def example_text(tokens, features, labels, weights, row) -> str:
-  """One example as text, masked positions marked."""
+  """One row as text, masked positions marked: its pair, or a packed row's pairs (`||`
+  between them)."""
+  if "pair_ids" not in features:
+    return _pair_text(tokens, features, labels, labels["nsp"][row], weights, row,
+                      features["padding_mask"][row].astype(bool))
+  return " || ".join(
+      _pair_text(tokens, features, labels, labels["nsp"][row][slot], weights, row,
+                 features["pair_ids"][row] == slot + 1)
+      for slot in range(int((weights["nsp"][row] > 0).sum())))
+
+
+def _pair_text(tokens, features, labels, is_next, weights, row, in_pair) -> str:
+  """The text of the tokens `in_pair` (bool [seq]) of a row, and its NSP label."""
   ids = features["token_ids"][row]
   marks = {}
   for position, original, weight in zip(features["masked_positions"][row],
                                         labels["mlm"][row], weights["mlm"][row]):
-    if weight:
+    if weight and in_pair[position]:
       word, shown = tokens[original], tokens[ids[position]]
       marks[position] = ("=" + word + "=" if ids[position] == original else
                          f"[MASK]({word})" if shown == "[MASK]" else f"{{{shown}}}({word})")
   words = []
-  for position, token_id in enumerate(ids):
-    if not features["padding_mask"][row][position]:
-      break
-    if position and features["segment_ids"][row][position] != features["segment_ids"][row][
+  for position in np.flatnonzero(in_pair):
+    if words and features["segment_ids"][row][position] != features["segment_ids"][row][
         position - 1]:
       words.append("|")
-    words.append(marks.get(position, tokens[token_id]))
-  label = "IsNext" if labels["nsp"][row] == 1 else "NotNext"
-  return f"{label}: {' '.join(words)}"
+    words.append(marks.get(position, tokens[ids[position]]))
+  return f"{'IsNext' if is_next == 1 else 'NotNext'}: {' '.join(words)}"
 
 
 class Statistics:
@@ -74,20 +83,24 @@ class Statistics:
     self.counts = collections.Counter()
     self.documents = set()
     self.with_pairs = True  # until a batch comes without the facts of its pairs
+    self.packed = False  # rows of several pairs (--packing): "examples" counts pairs
 
   def add(self, features, labels, weights, facts=None) -> None:
     """A batch; `facts`: its pairs' documents, windows and short targets (text only)."""
     c = self.counts
     is_slot = weights["mlm"] > 0
     shown = np.take_along_axis(features["token_ids"], features["masked_positions"], axis=1)
-    c["examples"] += len(labels["nsp"])
+    is_pair = weights["nsp"] > 0  # every row's one pair, or a packed row's pairs
+    self.packed = "pair_ids" in features
+    c["rows"] += len(labels["nsp"])
+    c["examples"] += int(is_pair.sum())
     c["tokens"] += int(features["padding_mask"].sum())
     c["slots"] += features["padding_mask"].size
     c["predicted"] += int(is_slot.sum())
     c["mask_token"] += int((is_slot & (shown == self.mask_id)).sum())
     c["kept"] += int((is_slot & (shown == labels["mlm"])).sum())
-    c["is_next"] += int(labels["nsp"].sum())
-    not_next = labels["nsp"] == 0
+    c["is_next"] += int((is_pair & (labels["nsp"] == 1)).sum())
+    not_next = is_pair & (labels["nsp"] == 0)
     c["not_next"] += int(not_next.sum())
     self.with_pairs &= facts is not None
     if not self.with_pairs:
@@ -114,6 +127,8 @@ class Statistics:
         "mean_tokens": c["tokens"] / max(c["examples"], 1),
         "padding_share": 1 - c["tokens"] / max(c["slots"], 1),
     }
+    if self.packed:
+      summary["pairs_per_row"] = c["examples"] / max(c["rows"], 1)
     if self.with_pairs:
       summary.update({
           "not_next_other_document_share": c["not_next_other"] / max(c["not_next"], 1),

@@ -55,8 +55,10 @@ def topic_sentences(text: str) -> list[str]:
   return sentences
 
 
-def write_corpus(directory: str) -> list[str]:
+def write_corpus(directory: str, sentences_per_document: int = 0) -> list[str]:
   """Writes the corpus as `NUM_FILES` text files under `directory`; returns their paths.
+  `sentences_per_document`: each topic cut into documents of that many sentences (0: a
+  topic a document).
 
   Each file is written under a temporary name of its own, then renamed: a killed process
   never leaves a half file, and workers writing the corpus at once do not collide.
@@ -66,19 +68,29 @@ def write_corpus(directory: str) -> list[str]:
   paths = []
   for shard in range(NUM_FILES):
     path = os.path.join(directory, f"pydoc_topics-{shard:02d}-of-{NUM_FILES:02d}.txt")
-    documents = ["\n".join(topic_sentences(pydoc_topics.topics[name]))
-                 for name in names[shard::NUM_FILES]]
+    documents = ["\n".join(sentences) for name in names[shard::NUM_FILES]
+                 for sentences in _documents(topic_sentences(pydoc_topics.topics[name]),
+                                             sentences_per_document)]
     files.write_text(path, "\n\n".join(documents) + "\n")
     paths.append(path)
   return paths
 
 
-def corpus_pattern(data_dir: str) -> str:
-  """Returns the glob of the built-in corpus under `data_dir`, writing it when first needed."""
-  directory = os.path.join(data_dir, "pydoc_topics")
+def _documents(sentences: list[str], per_document: int) -> list[list[str]]:
+  if not per_document:
+    return [sentences]
+  return [sentences[i:i + per_document] for i in range(0, len(sentences), per_document)]
+
+
+def corpus_pattern(data_dir: str, sentences_per_document: int = 0) -> str:
+  """Returns the glob of the built-in corpus under `data_dir`, writing it when first needed.
+  `sentences_per_document`: a corpus of short documents, each topic cut into documents of
+  that many sentences (the packing benchmark's and tests', docs/pipeline.md#packing)."""
+  name = f"pydoc_topics_by_{sentences_per_document}" if sentences_per_document else "pydoc_topics"
+  directory = os.path.join(data_dir, name)
   pattern = os.path.join(directory, "pydoc_topics-*.txt")
   expected = [os.path.join(directory, f"pydoc_topics-{i:02d}-of-{NUM_FILES:02d}.txt")
               for i in range(NUM_FILES)]
   if not all(tf.io.gfile.exists(p) for p in expected):
-    write_corpus(directory)
+    write_corpus(directory, sentences_per_document)
   return pattern

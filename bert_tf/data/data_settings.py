@@ -155,6 +155,10 @@ class PipelineConfig(TextConfig):
                                         change=STREAM)
   piece_bytes: int = setting(PIECE_BYTES, "Bytes of corpus per piece, the unit the stream is "
                              "cut into and resumed by.", change=STREAM)
+  packing: bool = setting(
+      False, "Pack several pairs into each row of seq_length tokens (each its own [CLS] A "
+      "[SEP] B [SEP], positions, attention and NSP), so that short documents stop training "
+      "on padding: docs/pipeline.md#packing. The weights are the same BERT's.", change=STREAM)
 
   def check(self) -> None:
     """Rejects settings that could only train wrongly, before any data is read."""

@@ -340,7 +340,7 @@ def text_batches(plan: InputPlan, pipeline: InputPipeline = ONE_PIPELINE) -> tf.
         plan.weights, seed=plan.seed, shard_index=pipeline.shard_index,
         start=[start.position for start in starts] + [pipeline.start.draws])
     keyed = True
-  return batching.batched(examples, plan.batching, keyed)
+  return batching.batched(examples, plan.batching, keyed, plan.examples.packing)
 
 
 def pretraining_dataset(file_patterns, vocab_file, **options) -> tf.data.Dataset:

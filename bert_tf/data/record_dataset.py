@@ -286,7 +286,7 @@ def record_batches(plan: InputPlan, pipeline: InputPipeline = ONE_PIPELINE
   examples = epochs.flat_map(order.epoch)
   if carried:
     examples = carried.examples(order.part_examples, start.position).concatenate(examples)
-  return batching.batched(examples, plan.batching, keyed=True)
+  return batching.batched(examples, plan.batching, keyed=True, packed=plan.examples.packing)
 
 
 def records_dataset(file_patterns, vocab_file, **options) -> tf.data.Dataset:

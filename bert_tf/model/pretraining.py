@@ -1,5 +1,7 @@
 """The pre-training model: encoder + MLM head + NSP head (docs/design.md#model), compiled."""
 
+import dataclasses
+
 import keras
 import keras_hub
 
@@ -13,38 +15,56 @@ from bert_tf.model.train_step import PretrainingModel
 FEATURE_NAMES = encoder_lib.INPUT_NAMES + ("masked_positions",)
 
 
+@dataclasses.dataclass(frozen=True)
+class PretrainingLayers:
+  """The encoder's layers and the two heads, wired (`outputs`) for both layouts of a batch:
+  one pair a row (the functional graph) or packed rows (`PretrainingModel.call`)."""
+
+  encoder: encoder_lib.EncoderLayers
+  mlm_head: keras.layers.Layer
+  nsp_head: keras.layers.Dense
+
+  def heads(self, encoded: dict, masked_positions) -> dict:
+    return {
+        "mlm": self.mlm_head(encoded["sequence_output"],
+                             mask_positions=masked_positions),  # [batch, P, vocab]
+        "nsp": self.nsp_head(encoded["pooled_output"]),  # [batch, (pairs), 2]; 1 = IsNext
+    }
+
+  def outputs(self, inputs: dict, training=None) -> dict:
+    return self.heads(self.encoder.encode(inputs, training), inputs["masked_positions"])
+
+
 def pretraining_model(config: BertConfig) -> PretrainingModel:
   """A Keras functional model (with BERT's training step, see `train_step.py`): the features
-  of `pretraining_dataset` -> {"mlm": [B, P, V], "nsp": [B, 2]} logits.
+  of `pretraining_dataset` -> {"mlm": [B, P, V], "nsp": [B, 2]} logits; a batch of packed rows
+  (docs/design.md#packing) -> {"mlm": [B, P, V], "nsp": [B, pairs, 2]}, from the same layers.
 
   The MLM head gathers the masked positions before projecting onto the vocabulary with the
   token embedding matrix (tied), so the projection costs P, not S, rows per sequence. Both
   heads compute in float32, so logits and losses stay float32 under mixed precision; the
   projection itself multiplies in the encoder's compute dtype (`encoder.TiedEmbedding`).
   """
-  # === Layers ===
   encoder = encoder_lib.bert_encoder(config)
-  mlm_head = keras_hub.layers.MaskedLMHead(
-      vocabulary_size=config.vocab_size,
-      token_embedding=encoder.token_embedding,
-      intermediate_activation=keras.activations.gelu,
-      layer_norm_epsilon=config.layer_norm_epsilon,  # keras-hub's default is 1e-5
-      kernel_initializer=encoder_lib.initializer(config),
-      dtype="float32",
-      name="mlm")
-  nsp_head = keras.layers.Dense(
-      2, kernel_initializer=encoder_lib.initializer(config), dtype="float32", name="nsp")
-
-  # === Functional Model ===
+  layers = PretrainingLayers(
+      encoder=encoder.layers_wired,
+      mlm_head=keras_hub.layers.MaskedLMHead(
+          vocabulary_size=config.vocab_size,
+          token_embedding=encoder.token_embedding,
+          intermediate_activation=keras.activations.gelu,
+          layer_norm_epsilon=config.layer_norm_epsilon,  # keras-hub's default is 1e-5
+          kernel_initializer=encoder_lib.initializer(config),
+          dtype="float32",
+          name="mlm"),
+      nsp_head=keras.layers.Dense(
+          2, kernel_initializer=encoder_lib.initializer(config), dtype="float32", name="nsp"))
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in FEATURE_NAMES}
   encoded = encoder({name: inputs[name] for name in encoder_lib.INPUT_NAMES})
-  outputs = {
-      "mlm": mlm_head(encoded["sequence_output"],
-                      mask_positions=inputs["masked_positions"]),  # [batch, P, vocab]
-      "nsp": nsp_head(encoded["pooled_output"]),  # [batch, 2]; class 1 = IsNext
-  }
-  return PretrainingModel(inputs, outputs, name="bert_pretraining")
+  model = PretrainingModel(inputs, layers.heads(encoded, inputs["masked_positions"]),
+                           name="bert_pretraining")
+  model.layers_wired = layers
+  return model
 
 
 def compile_for_pretraining(model: PretrainingModel, optimizer, *,

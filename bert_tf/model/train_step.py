@@ -42,6 +42,7 @@ class PretrainingModel(BuiltBeforeFit):
   gradient_accumulation_steps = 1
   mlm_loss_reduction = "mean"
   data_position = None  # a `DataPosition` to record the batches' stream positions in
+  layers_wired = None  # `pretraining.PretrainingLayers`: the layers, wired for packed rows
 
   def __init__(self, *args, **kwargs):
     super().__init__(*args, **kwargs)
@@ -49,6 +50,13 @@ class PretrainingModel(BuiltBeforeFit):
     # gradient's global norm before clipping, and the real (non-padding) tokens trained on.
     self.gradient_norm_tracker = keras.metrics.Mean(name="gradient_norm")
     self.tokens_tracker = keras.metrics.Sum(name="tokens")
+
+  def call(self, inputs, training=None, mask=None):
+    """A batch of packed rows (docs/design.md#packing: `pair_ids` among the features) runs
+    the same layers wired for several pairs a row; any other, the functional graph."""
+    if "pair_ids" in inputs:
+      return self.layers_wired.outputs(inputs, training)
+    return super().call(inputs, training=training, mask=mask)
 
   def _losses_and_metrics(self, x, y, sample_weight, loss_weights, training):
     """Forward pass; updates the metrics; returns the (loss-scaled) total loss."""
