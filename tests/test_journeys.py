@@ -24,6 +24,7 @@ FINETUNE = (README, "finetune", "python -m bert_tf.finetune", True)
 EXPORT = (README, "export", "python -m bert_tf.export", True)
 EXAMPLE = (README, "example", "python examples/classify.py", True)
 GLUE = ("docs/finetuning.md", "glue", "python -m bert_tf.finetune", False)
+PACKING = ("docs/pipeline.md", "packing", "python -m bert_tf.audit", True)
 # The quickstart's flags made small: its model (bert_tiny, no dropout, 40% masked) at sequence
 # 64 for 12 steps, the probe it runs at the end cut to 10 steps.
 SMALL_QUICKSTART = ["--seq_length=64", "--max_predictions_per_seq=26", "--global_batch_size=8",
@@ -41,7 +42,7 @@ def command(journey):
   return journeys.command(doc, name, start)
 
 
-@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE],
+@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE, PACKING],
                          ids=lambda journey: journey[1])
 def test_each_journey_is_in_its_doc(journey):
   doc, name, start, prints = journey
@@ -120,6 +121,20 @@ def test_onnx_export_of_the_finetune_prints_what_readme_shows(workdir, exported)
   assert_prints(printed(README, "export"), exported)
   output = os.path.join(workdir, "runs", "quickstart_onnx")
   assert {"model.onnx", "tokenizer.json", "portable.json"} <= set(os.listdir(output))
+
+
+@pytest.mark.e2e
+def test_packed_audit_of_the_quickstart_corpus_prints_what_the_docs_show(workdir, quickstart):
+  """docs/pipeline.md's audit with --packing, on the quickstart's corpus and vocabulary: it
+  prints the docs' figures, and writes nothing."""
+  def files():
+    return {os.path.join(root, name) for root, _, names in os.walk(workdir) for name in names
+            if name != journeys.FLAGFILE}
+
+  before = files()
+  result = completed(journeys.run(command(PACKING), workdir, flags=["--num_examples=512"]))
+  assert_prints(printed(*PACKING[:2]), result)
+  assert files() == before
 
 
 @pytest.mark.e2e
