@@ -71,7 +71,8 @@ def _attention(graph: GraphIndex, softmax):
   keys = _transpose(graph, products.input[0], [0, 2, 1, 3])
   queries = _transpose(graph, products.input[1], [0, 2, 3, 1])
   scaled = queries and graph.made_by(queries.input[0], "Mul")
-  scale = scaled and graph.constant(scaled.input[1])
+  factors = [graph.constant(name) for name in scaled.input] if scaled else [None, None]
+  scale = factors[1] if factors[1] is not None else factors[0]
   weighted = graph.only_consumer(softmax.output[0], "Mul")
   probabilities = weighted and graph.only_consumer(weighted.output[0], "Add")
   if (keys is None or scale is None or scale.size != 1 or probabilities is None
@@ -85,10 +86,11 @@ def _attention(graph: GraphIndex, softmax):
       or list(graph.constant(flat.input[1]) if flat.input[1] in graph.weights else [])
       != [0, 0, -1]):
     return None
-  projections = [_projection(graph, node.input[0])
-                 for node in (scaled, keys, values)]
-  if any(p is None for p in projections) or len({p[0] for p in projections}) != 1 or len(
-      {p[1].shape for p in projections}) != 1:
+  unscaled = scaled.input[0] if factors[1] is not None else scaled.input[1]
+  projections = [_projection(graph, name)
+                 for name in (unscaled, keys.input[0], values.input[0])]
+  if any(p is None for p in projections) or len(
+      {(p[0], p[1].shape, p[3]) for p in projections}) != 1:
     return None
   heads = projections[0][3]
   return (projections[0][0], np.concatenate([p[1] for p in projections], axis=1),
