@@ -7,6 +7,7 @@ into its slower `SkipLayerNormalization`; the float model's outputs the Keras mo
 row too; and the int8 export's output without onnxruntime's advice to pre-process."""
 
 import collections
+import logging
 
 import keras
 import numpy as np
@@ -45,8 +46,6 @@ def classifier_dir(vocab_file, tmp_path_factory):
 @pytest.fixture(scope="module")
 def converted(classifier_dir, tmp_path_factory):
   """(the portable model, {quantize: model.onnx's bytes}, what the quantization logged)."""
-  import logging
-
   portable = portable_finetuned(load_finetuned(classifier_dir))
   records = []
   handler = logging.Handler()
