@@ -1,6 +1,6 @@
 """`onnx`: ONNX of the model on ids, `model.onnx`, float32 or quantized, through tf2onnx
-(`onnx_conversion.py`, its graph rewritten for ONNX Runtime's int8 by `onnx_graph.py`); run by
-ONNX Runtime on the CPU."""
+(`onnx_conversion.py`, its graph rewritten for ONNX Runtime by `onnx_graph.py`,
+`onnx_norms.py` and `onnx_attention.py`); run by ONNX Runtime on the CPU."""
 
 from bert_tf.export.formats.format import PortableFormat
 

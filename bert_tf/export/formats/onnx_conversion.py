@@ -1,9 +1,10 @@
 """The `onnx` format's conversion: the model on ids through tf2onnx on the function wrapped as
 a Keras model, its exact GELU's `Erfc` written as `1 - Erf` (ONNX has no Erfc), with only the
 one of its graph optimizers that saves size (the others cost memory, not speed), then rewritten
-for ONNX Runtime's int8 (`onnx_graph.py`) and quantized from there. Imports TensorFlow: the
-format's module (`onnx.py`) imports this when it converts."""
+for ONNX Runtime (`onnx_graph.py`, `onnx_norms.py`, `onnx_attention.py`) and quantized from
+there. Imports TensorFlow: the format's module (`onnx.py`) imports this when it converts."""
 
+import logging
 import os
 
 import keras
@@ -12,6 +13,8 @@ import numpy as np
 from bert_tf.export.portable import PortableModel
 
 ONNX_OPSET = 17
+# How onnxruntime.quantization's advice to run `quant_pre_process` first begins.
+PRE_PROCESSING_ADVICE = "Please consider to run pre-processing before quantization"
 
 
 def onnx_models(portable: PortableModel, quantizations: list[str],
@@ -21,7 +24,9 @@ def onnx_models(portable: PortableModel, quantizations: list[str],
   import tf2onnx
   from tf2onnx.optimizer.merge_duplicated_nodes_optimizer import MergeDuplicatedNodesOptimizer
 
-  from bert_tf.export.formats.onnx_graph import einsums_as_matmuls, gelus_fused, layer_norms_fused
+  from bert_tf.export.formats import onnx_norms
+  from bert_tf.export.formats.onnx_attention import attentions_fused
+  from bert_tf.export.formats.onnx_graph import einsums_as_matmuls, tensordots_as_matmuls
 
   # Of tf2onnx's graph optimizers, only the one that merges duplicated constants (without it
   # the file is up to a fifth larger). tf2onnx deep-copies its graph, weights and all, before
@@ -35,32 +40,56 @@ def onnx_models(portable: PortableModel, quantizations: list[str],
       custom_op_handlers={"Erfc": (_erfc_as_one_minus_erf, [])},
       optimizers={"merge_duplication": MergeDuplicatedNodesOptimizer})
   # What ONNX Runtime's int8 needs to reach every weight and as little else as possible to
-  # stay float32: attention's einsums as MatMuls (quantize_dynamic quantizes MatMul only), layer
-  # norms and GELUs each one op (`onnx_graph.py`).
-  einsums_as_matmuls(proto)
-  layer_norms_fused(proto)
-  gelus_fused(proto)
+  # stay float32 (quantize_dynamic quantizes MatMul, Attention and Gather): attention's einsums
+  # and the dense layers' tensordots as MatMuls, each attention one Attention (QAttention once
+  # quantized), layer norms and GELUs each one op, the residual adds kept out of ONNX Runtime's
+  # slower SkipLayerNormalization.
+  for rewrite in (einsums_as_matmuls, tensordots_as_matmuls, onnx_norms.layer_norms_fused,
+                  onnx_norms.gelus_fused, attentions_fused, onnx_norms.residual_adds_as_sums):
+    rewrite(proto)
   models = {"none": proto.SerializeToString()}
   if "fp16" in quantizations:
     from onnxruntime.transformers.float16 import convert_float_to_float16
     models["fp16"] = convert_float_to_float16(onnx.load_from_string(models["none"]),
                                               keep_io_types=True).SerializeToString()
   if "int8" in quantizations:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    float_path, int8_path = (os.path.join(scratch, name) for name in ("float.onnx", "int8.onnx"))
-    with open(float_path, "wb") as f:
-      f.write(models["none"])
-    # Signed 7-bit weights (QInt8, reduce_range): signed, so that a CPU with VNNI (AVX-512 or
-    # AVX) multiplies them with its u8s8 instruction (unsigned weights take a path twice as
-    # slow); 7 bits, so that a CPU without (AVX2's VPMADDUBSW, which sums two u8 x s8 products
-    # in 16 bits) cannot saturate, as 8-bit signed weights did (a tagger's logits a quarter of
-    # their scale off). One file right on both. The Gelu op is ONNX Runtime's, which its shape
-    # inference does not know: its tensors are float32.
+    models["int8"] = _int8(models["none"], scratch)
+  return models
+
+
+def _int8(model: bytes, scratch: str) -> bytes:
+  """The float32 model's bytes quantized to int8 by ONNX Runtime's `quantize_dynamic`.
+
+  Signed 7-bit weights (QInt8, reduce_range): signed, so that a CPU with VNNI (AVX-512 or AVX)
+  multiplies them with its u8s8 instruction (unsigned weights take a path twice as slow); 7
+  bits, so that a CPU without (AVX2's VPMADDUBSW, which sums two u8 x s8 products in 16 bits)
+  cannot saturate, as 8-bit signed weights did (a tagger's logits a quarter of their scale
+  off). One file right on both; on VNNI, which sums in 32 bits, 7 bits cost no speed (measured:
+  the same time as 8). The Gelu op is ONNX Runtime's, which its shape inference does not know:
+  its tensors are float32. Its advice to pre-process the model first
+  (`quant_pre_process`) is left out of the export's output: its symbolic shape inference fails
+  on this graph (the position embeddings' `min(512, tokens)`), and without it the rest changed
+  neither the quantized model's outputs nor its speed (docs/serving.md#litert-and-onnx)."""
+  import onnx
+  from onnxruntime.quantization import QuantType, quantize_dynamic
+
+  float_path, int8_path = (os.path.join(scratch, name) for name in ("float.onnx", "int8.onnx"))
+  with open(float_path, "wb") as f:
+    f.write(model)
+  root = logging.getLogger()
+  root.addFilter(_without_pre_processing_advice)
+  try:
     quantize_dynamic(float_path, int8_path, weight_type=QuantType.QInt8, reduce_range=True,
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
-    with open(int8_path, "rb") as f:
-      models["int8"] = f.read()
-  return models
+  finally:
+    root.removeFilter(_without_pre_processing_advice)
+  with open(int8_path, "rb") as f:
+    return f.read()
+
+
+def _without_pre_processing_advice(record: logging.LogRecord) -> bool:
+  """False for `quantize_dynamic`'s warning that the model was not pre-processed."""
+  return not record.getMessage().startswith(PRE_PROCESSING_ADVICE)
 
 
 class _OnIds(keras.Model):

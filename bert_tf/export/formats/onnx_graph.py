@@ -1,11 +1,14 @@
 """Rewrites of the ONNX graph that tf2onnx writes, so that ONNX Runtime's int8 quantization
-reaches every weight (docs/serving.md#litert-and-onnx).
+reaches every weight and each product is one op (docs/serving.md#litert-and-onnx); and the
+index of a graph's nodes the other rewrites (`onnx_norms.py`, `onnx_attention.py`) use.
 
 Keras's attention projects its queries, keys, values and output with `EinsumDense`, which
 tf2onnx writes as `Einsum` on a constant weight (`abc,cde->abde`, `abcd,cde->abe`).
 `quantize_dynamic` quantizes `MatMul`, not `Einsum`: left so, a third of each layer's weights
 (four of its six matrices) stay float32. Each such einsum is the same product as a `MatMul`
-between reshapes, which is what this writes in its place.
+between reshapes, which is what this writes in its place. Keras's `Dense` on a sequence is
+TensorFlow's `tensordot`, a MatMul between reshapes computed from the input's shape (two dozen
+small ops a layer), which ONNX's MatMul does alone.
 """
 
 import math
@@ -75,7 +78,7 @@ def _matmul_plan(node, weights: dict):
   return len(kept_left), dims[:len(contracted)], dims[len(contracted):], weight
 
 
-class _Graph:
+class GraphIndex:
   """The graph's nodes by the names of what they make and of what they take."""
 
   def __init__(self, graph):
@@ -104,103 +107,7 @@ class _Graph:
     return node.input[1] if node.input[0] == name else node.input[0]
 
 
-def layer_norms_fused(model: onnx.ModelProto) -> int:
-  """Replaces, in place, each layer normalization as TensorFlow writes it (`moments`, then
-  `x * (rsqrt(variance + eps) * gamma) + (beta - mean * rsqrt(...) * gamma)`, a dozen
-  elementwise ops) by one ONNX `LayerNormalization`; returns how many."""
-  graph = _Graph(model.graph)
-  fused = []
-  for variance in [node for node in model.graph.node if node.op_type == "ReduceMean"]:
-    found = _layer_norm(graph, variance)
-    if found is not None:
-      fused.append(found)
-  for x, gamma, beta, epsilon, output, name in fused:
-    model.graph.initializer.extend([
-        numpy_helper.from_array(gamma.reshape(-1), f"{name}/scale"),
-        numpy_helper.from_array(beta.reshape(-1), f"{name}/bias")])
-    graph.producer[output].output[0] = f"{output}/unfused"
-    model.graph.node.append(helper.make_node(
-        "LayerNormalization", [x, f"{name}/scale", f"{name}/bias"], [output], name=name,
-        axis=-1, epsilon=epsilon))
-  _drop_unused(model)
-  return len(fused)
-
-
-def _layer_norm(graph: _Graph, variance):
-  """(x, gamma, beta, epsilon, output, name) of the layer normalization whose variance
-  `variance` (a ReduceMean of the squared differences) computes, or None."""
-  square = graph.made_by(variance.input[0], "Mul")
-  if square is None or square.input[0] != square.input[1]:
-    return None
-  difference = graph.made_by(square.input[0], "Sub")
-  add_eps = graph.only_consumer(variance.output[0], "Add")
-  if difference is None or add_eps is None:
-    return None
-  x, mean = difference.input
-  mean_node = graph.made_by(mean, "Identity")
-  mean = mean_node.input[0] if mean_node is not None else mean
-  mean_node = graph.made_by(mean, "ReduceMean")
-  epsilon = graph.constant(graph.other(add_eps, variance.output[0]))
-  sqrt = graph.only_consumer(add_eps.output[0], "Sqrt")
-  reciprocal = sqrt and graph.only_consumer(sqrt.output[0], "Reciprocal")
-  scale = reciprocal and graph.only_consumer(reciprocal.output[0], "Mul")
-  if (mean_node is None or mean_node.input[0] != x or epsilon is None or epsilon.size != 1
-      or scale is None):
-    return None
-  gamma = graph.constant(graph.other(scale, reciprocal.output[0]))
-  scaled = graph.consumers.get(scale.output[0], [])
-  if gamma is None or len(scaled) != 2 or any(node.op_type != "Mul" for node in scaled):
-    return None
-  times_x = next((node for node in scaled if x in node.input), None)
-  times_mean = next((node for node in scaled if node is not times_x), None)
-  negated = times_x and graph.made_by(graph.other(times_mean, scale.output[0]), "Neg")
-  shift = times_mean and graph.only_consumer(times_mean.output[0], "Add")
-  beta = shift and graph.constant(graph.other(shift, times_mean.output[0]))
-  output = shift and graph.only_consumer(shift.output[0], "Add")
-  if (negated is None or negated.input[0] != mean or beta is None or output is None
-      or graph.other(output, shift.output[0]) != times_x.output[0]
-      or gamma.shape[-1] != beta.shape[-1] or gamma.size != gamma.shape[-1]):
-    return None
-  axes = [a.ints for a in mean_node.attribute if a.name == "axes"]
-  if not axes or list(axes[0]) not in ([-1], [gamma.ndim - 1]):
-    return None
-  return x, gamma, beta, float(epsilon.reshape(())), output.output[0], f"{output.name}/fused"
-
-
-def gelus_fused(model: onnx.ModelProto) -> int:
-  """Replaces, in place, each exact GELU as written (`0.5 x * (1 - erf(-x * (1/√2) ...))`,
-  TensorFlow's `0.5 x erfc(-x/√2)` with our Erfc as 1 - Erf) by ONNX Runtime's `Gelu`
-  (com.microsoft, its CPU kernel: one pass); returns how many."""
-  graph = _Graph(model.graph)
-  fused = []
-  for erf in [node for node in model.graph.node if node.op_type == "Erf"]:
-    scaled = graph.made_by(erf.input[0], "Mul")
-    negated = scaled and graph.made_by(scaled.input[0], "Neg")
-    if negated is None:
-      continue
-    factor = graph.constant(scaled.input[1])
-    complement = graph.only_consumer(erf.output[0], "Sub")
-    product = complement and graph.only_consumer(complement.output[0], "Mul")
-    half = product and graph.made_by(graph.other(product, complement.output[0]), "Mul")
-    x = negated.input[0]
-    if (factor is None or not np.isclose(factor, 1 / math.sqrt(2)) or half is None
-        or graph.constant(complement.input[0]) != 1 or x not in half.input
-        or graph.constant(graph.other(half, x)) != 0.5):
-      continue
-    fused.append((x, product))
-  for x, product in fused:
-    output = product.output[0]
-    product.output[0] = f"{output}/unfused"
-    model.graph.node.append(helper.make_node("Gelu", [x], [output],
-                                             name=f"{product.name}/fused",
-                                             domain="com.microsoft"))
-  if fused and not any(o.domain == "com.microsoft" for o in model.opset_import):
-    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-  _drop_unused(model)
-  return len(fused)
-
-
-def _drop_unused(model: onnx.ModelProto) -> None:
+def drop_unused(model: onnx.ModelProto) -> None:
   """Removes the nodes and weights nothing needs for the graph's outputs, and sorts the
   nodes in an order ONNX accepts (each after what it takes)."""
   graph = model.graph
@@ -231,3 +138,47 @@ def _drop_unused(model: onnx.ModelProto) -> None:
   kept = [tensor for tensor in graph.initializer if tensor.name in needed]
   del graph.initializer[:]
   graph.initializer.extend(kept)
+
+
+def tensordots_as_matmuls(model: onnx.ModelProto) -> int:
+  """Replaces, in place, each of Keras's `Dense` on a `[batch, tokens, features]` input as
+  tf2onnx writes TensorFlow's `tensordot` (Reshape to `[batch * tokens, features]` through a
+  dozen ops on the input's shape, MatMul, Reshape back to `[batch, tokens, units]` through as
+  many) by the one MatMul on the input as it is, which ONNX broadcasts the same; returns how
+  many."""
+  graph = GraphIndex(model.graph)
+  found = []
+  for product in [node for node in model.graph.node if node.op_type == "MatMul"]:
+    flat = graph.made_by(product.input[0], "Reshape")
+    weight = graph.constant(product.input[1])
+    unflat = graph.only_consumer(product.output[0], "Reshape")
+    if (flat is None or weight is None or weight.ndim != 2 or unflat is None
+        or len(graph.consumers.get(flat.output[0], [])) != 1
+        or not _kept_axes_then(graph, unflat.input[1], flat.input[0], weight.shape[1])):
+      continue
+    found.append((product, flat.input[0], unflat.output[0]))
+  for product, x, output in found:
+    product.input[0] = x
+    product.output[0] = output
+    graph.producer[output].output[0] = f"{output}/unflattened"
+  drop_unused(model)
+  return len(found)
+
+
+def _kept_axes_then(graph: GraphIndex, shape: str, x: str, units: int) -> bool:
+  """Whether `shape` is `x`'s shape but its last axis, then `units` (tensordot's
+  `concat([gather(shape(x), free), [units]])`, through Casts)."""
+  shape_node = graph.producer.get(shape)
+  while shape_node is not None and shape_node.op_type == "Cast":
+    shape_node = graph.producer.get(shape_node.input[0])
+  if shape_node is None or shape_node.op_type != "Concat" or len(shape_node.input) != 2:
+    return False
+  kept = graph.made_by(shape_node.input[0], "Gather")
+  last = graph.constant(shape_node.input[1])
+  free = kept and graph.constant(kept.input[1])
+  source = kept and graph.producer.get(kept.input[0])
+  while source is not None and source.op_type == "Cast":
+    source = graph.producer.get(source.input[0])
+  return (last is not None and list(last.reshape(-1)) == [units] and free is not None
+          and list(free.reshape(-1)) == list(range(free.size)) and source is not None
+          and source.op_type == "Shape" and source.input[0] == x)
