@@ -84,7 +84,7 @@ def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_fi
   """Each packed batch holds exactly the next run of the unpacked stream's pairs (masks,
   labels and all), padding falls from most of each row to a few percent, and a row's tokens,
   predictions and pairs stay within its shape."""
-  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=1).take(160))
+  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=160).take(1))
   stream = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
   packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True).take(6))
   taken = 0
