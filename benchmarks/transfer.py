@@ -109,10 +109,11 @@ def transformers_figure(args, seed: int, work_dir: str) -> float:
   import transfer_transformers  # benchmarks/, beside this file
 
   from bert_tf.data import builtin_tasks
-  from bert_tf.export import formats, trained
+  from bert_tf.export import formats
   from bert_tf.finetune.epochs import EpochPlan
   from bert_tf.finetune.model import load_pretrained
   from bert_tf.finetune.tasks import task_kind
+  from bert_tf.serving import trained
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     formats.export(trained.load_trained(args.model_dir), "hf", hf_dir)

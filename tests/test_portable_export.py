@@ -22,16 +22,10 @@ import tensorflow as tf
 from bert_tf import task_kinds
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export import portable as portable_module
 from bert_tf.export.formats import export_portable, runtime_runner
 from bert_tf.export.formats import onnx as onnx_format
 from bert_tf.export.formats.export_config import QUANTIZATIONS, ExportConfig
 from bert_tf.export.formats.portable_verification import verify_portable
-from bert_tf.export.portable import ENCODER_SHAPES
-from bert_tf.export.portable_comparison import TOLERANCES
-from bert_tf.export.portable_tokenizer import portable_tokenizer
-from bert_tf.export.trained import load_trained, portable_encoder
-from bert_tf.export.verification import text_ids
 from bert_tf.finetune import heads
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
 from bert_tf.finetune.kinds.registry import kind as task_kind
@@ -39,6 +33,12 @@ from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.portable_dev import PortableDev
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving import portable as portable_module
+from bert_tf.serving.portable import ENCODER_SHAPES
+from bert_tf.serving.portable_comparison import TOLERANCES
+from bert_tf.serving.portable_tokenizer import portable_tokenizer
+from bert_tf.serving.trained import load_trained, portable_encoder
+from bert_tf.serving.verification import text_ids
 from helpers import run, write_choices, write_output_dir
 
 FORMATS = ("litert", "onnx")

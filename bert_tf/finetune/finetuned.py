@@ -12,12 +12,12 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.portable import PortableModel
 from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.output_dir import CONFIG_FILE, TASK_FILE, VOCAB_FILE, WEIGHTS_FILE
 from bert_tf.finetune.task_record import TaskRecord, read_task
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving.portable import PortableModel
 
 
 @dataclasses.dataclass

@@ -1,5 +1,5 @@
 """A fine-tuned model's Hugging Face export checks itself as the pre-training model's does
-(`export/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids
+(`serving/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids
 (on the examples and on the vocabulary's own words), and the transformers class of the task's
 kind (its `huggingface_head`), or without transformers a numpy forward pass of the weights,
 gives the Keras task model's head logits on the same ids (the kind's `head_logits` and
@@ -12,9 +12,11 @@ import keras
 import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.numpy_bert import NumpyBert
-from bert_tf.export.tolerances import HUGGINGFACE_TOLERANCE
-from bert_tf.export.verification import (
+from bert_tf.finetune.kinds.registry import kind
+from bert_tf.interop import huggingface
+from bert_tf.serving.numpy_bert import NumpyBert
+from bert_tf.serving.tolerances import HUGGINGFACE_TOLERANCE
+from bert_tf.serving.verification import (
   EXAMPLES,
   Results,
   huggingface_text_ids,
@@ -26,8 +28,6 @@ from bert_tf.export.verification import (
   verify,
   word_texts,
 )
-from bert_tf.finetune.kinds.registry import kind
-from bert_tf.interop import huggingface
 
 
 class HeadReference:

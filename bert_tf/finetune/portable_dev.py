@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.portable import INPUTS, PortableModel
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.kinds.registry import kind
 from bert_tf.finetune.task_record import TaskRecord
+from bert_tf.serving.portable import INPUTS, PortableModel
 
 BATCH = 32
 FEATURES = ("token_ids", "segment_ids", "padding_mask")  # the Keras model's names of INPUTS

@@ -9,7 +9,7 @@ import os
 import keras
 import numpy as np
 
-from bert_tf.export.portable import PortableModel
+from bert_tf.serving.portable import PortableModel
 
 ONNX_OPSET = 17
 

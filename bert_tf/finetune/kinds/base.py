@@ -26,7 +26,7 @@ and, without its files (from a fine-tuned model and its `TaskRecord`):
 - `huggingface_head(task)`: the transformers class, head layer and config entries its Hugging
   Face export has (`interop.huggingface.TaskHead`);
 - `portable_shapes` (an attribute), `portable_outputs(logits)`, `portable_logits(outputs)` and
-  `portable_task(task)`: its LiteRT and ONNX export (`export/portable.py`, on the ids inputs
+  `portable_task(task)`: its LiteRT and ONNX export (`serving/portable.py`, on the ids inputs
   `input_ids`, `token_type_ids`, `attention_mask`, int32 `[batch, seq_length]`): its named
   outputs' shapes (dimensions `batch`, `seq_length`, `labels` or a number; a kind whose inputs
   have another axis, such as `[batch, endings, seq_length]`, names it in its outputs' shapes and

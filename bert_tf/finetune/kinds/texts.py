@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import EXAMPLES, model_inputs, pair_ids, text_ids
 from bert_tf.finetune import data
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading as glue_reading
@@ -19,6 +18,7 @@ from bert_tf.finetune.glue import tasks as glue_tasks
 from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.finetune.kinds.references import TEXTS
 from bert_tf.finetune.kinds.signatures import signature
+from bert_tf.serving.verification import EXAMPLES, model_inputs, pair_ids, text_ids
 
 
 def text_examples(config: FinetuneConfig, given: str, path: str) -> data.Examples:

@@ -10,13 +10,13 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.verification import EXAMPLES, Results
 from bert_tf.finetune import batches, heads, losses, metrics
 from bert_tf.finetune.kinds.answer import squad, squad_answers
 from bert_tf.finetune.kinds.answer.served_answers import AnswerFinder
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, without_pooler_training
 from bert_tf.finetune.kinds.signatures import checked_batch, signature
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.verification import EXAMPLES, Results
 
 # The export check's question to each example's two texts as one context (the long one needs
 # several windows).

@@ -11,8 +11,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.numpy_bert import softmax
-from bert_tf.export.verification import EXAMPLES, Results, pair_ids, text_ids
 from bert_tf.finetune import data, heads, losses, metrics
 from bert_tf.finetune.kinds.base import (
   DEV_BATCH,
@@ -24,6 +22,8 @@ from bert_tf.finetune.kinds.base import (
 from bert_tf.finetune.kinds.choose import choice
 from bert_tf.finetune.kinds.choose.choice import ChoiceEncoder
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.numpy_bert import softmax
+from bert_tf.serving.verification import EXAMPLES, Results, pair_ids, text_ids
 
 # The export check's endings for each example's first text as the context: the example's
 # second text (the long one cut to fit), two others, and none (an absent ending) for the first.

@@ -11,8 +11,6 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.export.numpy_bert import softmax
-from bert_tf.export.verification import Results
 from bert_tf.finetune import data, losses, metrics
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes, softmax_outputs
@@ -22,6 +20,8 @@ from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.output_dir import CLASSES_FILE
 from bert_tf.interop.huggingface import TaskHead, label_names
+from bert_tf.serving.numpy_bert import softmax
+from bert_tf.serving.verification import Results
 
 
 class ClassifierModule(tf.Module):

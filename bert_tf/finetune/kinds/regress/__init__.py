@@ -8,7 +8,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.export.verification import Results
 from bert_tf.finetune import data, heads, losses, metrics
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving
@@ -16,6 +15,7 @@ from bert_tf.finetune.kinds.regress import regression
 from bert_tf.finetune.kinds.signatures import checked_batch
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.verification import Results
 
 
 class RegressorModule(tf.Module):

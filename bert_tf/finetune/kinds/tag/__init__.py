@@ -11,7 +11,6 @@ import tensorflow as tf
 
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import Results
 from bert_tf.finetune import batches, heads, losses, metrics
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, without_pooler_training
 from bert_tf.finetune.kinds.references import TEXTS, chosen_score
@@ -19,6 +18,7 @@ from bert_tf.finetune.kinds.signatures import checked_batch, signature
 from bert_tf.finetune.kinds.tag import tagging
 from bert_tf.finetune.kinds.tag.served_tags import WordTagger
 from bert_tf.interop.huggingface import TaskHead, label_names
+from bert_tf.serving.verification import Results
 
 log = logging.getLogger("bert_tf")
 
