@@ -68,8 +68,9 @@ def ours_figure(args, seed: int, from_scratch: bool, work_dir: str) -> float:
 class Predictions:
   """Stands for a Keras task model where our task kinds score one (`TaskKind.evaluate`):
   transformers' logits, in our layout, with answer's restricted to `[CLS]` and the context as
-  our span head restricts them (`heads.ContextOnly`), and choose's absent endings (a row with
-  fewer than the task's) given none, as `heads.ScorePerEnding` gives them."""
+  our span head restricts them (`kinds/answer/head.py`'s `ContextOnly`), and choose's absent
+  endings (a row with fewer than the task's) given none, as `kinds/choose/head.py`'s
+  `ScorePerEnding` gives them."""
 
   def __init__(self, kind: str, predict):
     self.kind, self._predict = kind, predict

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.interop import huggingface
 from bert_tf.serving.numpy_bert import NumpyBert
 from bert_tf.serving.tolerances import HUGGINGFACE_TOLERANCE
@@ -42,7 +42,7 @@ class HeadReference:
     self.word_ids = [text_ids(tokenizer, text) for text in self.words]
     self.pairs = [pair_ids(vocabulary, a, b, task.seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
-    task_kind = kind(task.task)
+    task_kind = kind_named(task.task)
     self.logits = [task_kind.head_logits(model, task_kind.one_example(model_inputs(ids, segments)))
                    for ids, segments in self.pairs]
 
@@ -75,7 +75,7 @@ def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   import torch
   import transformers
 
-  task_kind = kind(task.task)
+  task_kind = kind_named(task.task)
   class_name = task_kind.huggingface_head(task).class_name
   model = getattr(transformers, class_name).from_pretrained(directory).eval()
   with torch.no_grad():
@@ -86,7 +86,7 @@ def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
 def numpy_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   """The same logits by `NumpyBert` over the directory's config.json and weights: the head's
   layer on the pooled output (a head with the pooler) or on every token."""
-  head = kind(task.task).huggingface_head(task)
+  head = kind_named(task.task).huggingface_head(task)
   config, state = huggingface.read_huggingface(directory)
   bert = NumpyBert(config, state, directory)
   logits = []

@@ -17,7 +17,7 @@ references share (the texts, the score of a choice) is `kinds/references.py`.
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.serving.tolerances import SAVEDMODEL_TOLERANCE
 from bert_tf.serving.verification import saved_model_outputs, verify
 
@@ -27,7 +27,7 @@ def verify_task_export(directory: str, model: keras.Model, task,
   """Checks the SavedModel that `export.export_task` wrote to `directory` from `model`, of
   `task` (the output_dir's `TaskRecord`) by its kind's `reference`; returns the line saying
   so, or raises a one-line UserError."""
-  task_kind = kind(task.task)
+  task_kind = kind_named(task.task)
   reference = task_kind.reference(model, task, vocabulary)
   name = f"{task.task} savedmodel"
   (outputs,) = saved_model_outputs(directory, [(task_kind.signature, reference.inputs)], name)

@@ -25,13 +25,13 @@ class HuggingFaceFormat(ExportFormat):
                                self.tolerance)
 
   def write_finetuned(self, finetuned, output: str) -> str:
-    from bert_tf.finetune.kinds.registry import kind
+    from bert_tf.finetune.kinds.registry import kind_named
     from bert_tf.interop.huggingface import export_huggingface
 
     task = finetuned.task
     return export_huggingface(finetuned.model, finetuned.config, finetuned.vocabulary, output,
                               lower_case=task.lower_case,
-                              head=kind(task.task).huggingface_head(task))
+                              head=kind_named(task.task).huggingface_head(task))
 
   def verify_finetuned(self, finetuned, output: str) -> str:
     from bert_tf.finetune.huggingface_verification import verify_task_huggingface

@@ -76,12 +76,6 @@ class TextTask(TaskKind):
     score = figures.get(f"dev_{glue_tasks.SCORE}")
     return "" if score is None else f"; GLUE score {score:.4f}"
 
-  @staticmethod
-  def portable_task(task) -> dict:
-    """The labels (classify's classes, in the order of its logits; regress's none) and
-    whether an example is a pair: how to tokenize it."""
-    return {"labels": task.labels, "pair": task.pair}
-
   @classmethod
   def for_keras(cls, model: keras.Model, vocabulary, *, lower_case: bool,
                 seq_length: int) -> None:
