@@ -25,8 +25,8 @@ def train(config: TrainConfig) -> None:
 
   from bert_tf import settings
   from bert_tf.data.data_settings import RECORDS
-  from bert_tf.export import examples
   from bert_tf.runtime import checkpointing, cluster, failures, strategy
+  from bert_tf.serving import examples
   from bert_tf.training import trainer
   from bert_tf.training.watching import report
   try:

@@ -168,10 +168,10 @@ def main() -> None:
   import tensorflow_text  # noqa: F401
 
   from bert_tf.export.formats import FORMATS, export_portable, runtime_runner
-  from bert_tf.export.portable import write_ids_saved_model
   from bert_tf.finetune.export import export_task
   from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
   from bert_tf.finetune.portable_dev import Converted, PortableDev
+  from bert_tf.serving.portable import write_ids_saved_model
 
   lengths = [int(x) for x in args.lengths.split(",")]
   scratch = tempfile.mkdtemp(prefix="serving_benchmark_")

@@ -68,8 +68,9 @@ def ours_figure(args, seed: int, from_scratch: bool, work_dir: str) -> float:
 class Predictions:
   """Stands for a Keras task model where our task kinds score one (`TaskKind.evaluate`):
   transformers' logits, in our layout, with answer's restricted to `[CLS]` and the context as
-  our span head restricts them (`heads.ContextOnly`), and choose's absent endings (a row with
-  fewer than the task's) given none, as `heads.ScorePerEnding` gives them."""
+  our span head restricts them (`kinds/answer/head.py`'s `ContextOnly`), and choose's absent
+  endings (a row with fewer than the task's) given none, as `kinds/choose/head.py`'s
+  `ScorePerEnding` gives them."""
 
   def __init__(self, kind: str, predict):
     self.kind, self._predict = kind, predict
@@ -109,10 +110,11 @@ def transformers_figure(args, seed: int, work_dir: str) -> float:
   import transfer_transformers  # benchmarks/, beside this file
 
   from bert_tf.data import builtin_tasks
-  from bert_tf.export import formats, trained
+  from bert_tf.export import formats
   from bert_tf.finetune.epochs import EpochPlan
   from bert_tf.finetune.model import load_pretrained
   from bert_tf.finetune.tasks import task_kind
+  from bert_tf.serving import trained
   hf_dir = os.path.join(work_dir, "hf")
   if not os.path.exists(hf_dir):
     formats.export(trained.load_trained(args.model_dir), "hf", hf_dir)

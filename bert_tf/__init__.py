@@ -12,7 +12,7 @@ _MODULES = {
     "build_vocabulary": "bert_tf.data.vocabulary_learner",
     "compile_for_pretraining": "bert_tf.model.pretraining",
     "create_optimizer": "bert_tf.runtime.optimization",
-    "export_savedmodel": "bert_tf.export.savedmodel",
+    "export_savedmodel": "bert_tf.serving.savedmodel",
     "pretraining_dataset": "bert_tf.data.pipeline",
     "pretraining_model": "bert_tf.model.pretraining",
 }

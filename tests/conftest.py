@@ -234,11 +234,11 @@ def shallow_model_dir(tmp_path_factory, worker_id, vocab_file):
 
 @pytest.fixture(scope="module")
 def warm_verification():
-  """While this module's tests run, an export's verification (`export/verification.py`'s
+  """While this module's tests run, an export's verification (`serving/verification.py`'s
   `run_process`) loads the SavedModel in a process forked from the warm Python (`helpers.run`:
   TensorFlow, tensorflow-text and Keras imported, nothing of bert_tf) instead of a fresh
   interpreter: the same command, without importing TensorFlow again."""
-  from bert_tf.export import verification
+  from bert_tf.serving import verification
 
   def forked(command, **_):  # `subprocess.run`'s call of `python -c ...`; output as text
     assert command[0] == sys.executable, command

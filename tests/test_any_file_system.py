@@ -19,7 +19,7 @@ import numpy as np
 import safetensors.numpy
 import tensorflow as tf
 from bert_tf.export.formats import export
-from bert_tf.export.trained import load_trained
+from bert_tf.serving.trained import load_trained
 from bert_tf.runtime import run_lock
 from bert_tf.training.trainer import TrainConfig, train
 from helpers import one_layer_config

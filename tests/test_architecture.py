@@ -1,6 +1,7 @@
-"""The package's layers: data and settings, then model and interop, then export, then the
-runtime, then fine-tuning, then pre-training and the export formats (which write pre-trained
-and fine-tuned models alike), then the commands. No module imports from a layer above its own;
+"""The package's layers: data and settings, then model and interop, then serving (what a served
+model is and how an export is checked), then the runtime, then fine-tuning, then pre-training
+and the export formats (which write pre-trained and fine-tuned models alike), then the
+commands. No module imports from a layer above its own;
 of pre-training's modules only the probe imports fine-tuning's; and only
 `bert_tf/model/keras_internals.py` touches Keras's internals. No modules import each other in a
 circle, and no test module imports another. Functions stay small: none of the package longer
@@ -22,10 +23,11 @@ INTERNALS = "bert_tf.model.keras_internals"
 # Modules by their name's start, most specific first; the commands are the top layer.
 LAYERS = (
     ("bert_tf.vocab", 6), ("bert_tf.audit", 6), ("bert_tf.prepare", 6), ("bert_tf.flags_doc", 6),
-    ("bert_tf.training", 5), ("bert_tf.export.formats", 5),
+    ("bert_tf.export.__main__", 6),
+    ("bert_tf.training", 5), ("bert_tf.export", 5),  # the export formats
     ("bert_tf.finetune", 4),
     ("bert_tf.runtime", 3),
-    ("bert_tf.export", 2),
+    ("bert_tf.serving", 2),
     ("bert_tf.model", 1), ("bert_tf.interop", 1),
     ("bert_tf", 0),  # bert_tf.data, settings, errors, files, console, model_dir
 )

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bert_tf.export.examples import (
+from bert_tf.serving.examples import (
   CorpusExamples,
   MaskedSentence,
   corpus_examples,

@@ -1,4 +1,4 @@
-"""Exports that check themselves (bert_tf/export/verification.py): each format, loaded as its
+"""Exports that check themselves (bert_tf/serving/verification.py): each format, loaded as its
 user loads it (a Hugging Face directory by a numpy forward pass where transformers is not
 installed), gives the pre-training tokenizer's ids and the Keras model's outputs; a broken
 export fails in one line."""
@@ -15,11 +15,11 @@ import pytest
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export import verification
 from bert_tf.export.formats import FORMATS, export, export_finetuned, verify
-from bert_tf.export.trained import Trained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving import verification
+from bert_tf.serving.trained import Trained
 from helpers import randomised_model, run
 
 SEQ_LENGTH = 32  # below the long example's length: truncation is exercised

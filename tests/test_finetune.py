@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, classifier, finetune
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.kinds.classify import export_classifier
 from bert_tf.finetune.model import classifier_model, load_pretrained
 from bert_tf.interop.huggingface import export_huggingface
+from bert_tf.serving import trained
 from helpers import run, verified
 
 pytestmark = pytest.mark.e2e

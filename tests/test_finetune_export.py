@@ -24,13 +24,15 @@ from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.formats import export_finetuned, verify_finetuned
-from bert_tf.finetune import heads
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.export import export_task
 from bert_tf.finetune.finetuned import load_finetuned
 from bert_tf.finetune.huggingface_verification import verify_task_huggingface
 from bert_tf.finetune.kinds.answer import squad, squad_answers
+from bert_tf.finetune.kinds.answer.head import span_model
+from bert_tf.finetune.kinds.regress.head import regression_model
 from bert_tf.finetune.kinds.tag import tagging
+from bert_tf.finetune.kinds.tag.head import tagging_model
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.task_record import TaskRecord
 from bert_tf.finetune.verification import verify_task_export
@@ -90,12 +92,12 @@ def exported(vocabulary, config, tmp_path_factory):
     made[name] = (model, task, export_task(model, TaskRecord.from_json(task), vocabulary,
                                            str(root / name)))
 
-  regression = heads.regression_model(encoder(config, 1))
+  regression = regression_model(encoder(config, 1))
   for pair in (False, True):
     export(f"score_{pair}", regression, score_task(pair))
-  export("tag", heads.tagging_model(encoder(config, 2), len(TAGS)), TAG_TASK)
-  export("answer", heads.span_model(encoder(config, 3)), ANSWER_TASK)
-  spans = heads.span_model(encoder(config, 5))
+  export("tag", tagging_model(encoder(config, 2), len(TAGS)), TAG_TASK)
+  export("answer", span_model(encoder(config, 3)), ANSWER_TASK)
+  spans = span_model(encoder(config, 5))
   task = {**ANSWER_TASK, "version_2_with_negative": True}
   differences = python_answers(spans, vocabulary, task).null_score_diff
   export("answer_v2", spans, {**task, "null_score_diff_threshold": float(
@@ -231,7 +233,7 @@ def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocab
   the weights changed after the export); the span model's export against a copy with its
   start and end rows swapped (a wrong head)."""
   tagger, task, directory = exported["tag"]
-  changed = heads.tagging_model(encoder(config, 8), len(TAGS))
+  changed = tagging_model(encoder(config, 8), len(TAGS))
   changed.set_weights(tagger.get_weights())
   bias = changed.get_layer("classifier").bias
   bias.assign(bias.numpy() + [0.0, 5.0, 0.0])
@@ -240,7 +242,7 @@ def test_an_export_of_other_weights_or_head_fails_verification_in_one_line(vocab
     verify_task_export(directory, changed, TaskRecord.from_json(task), vocabulary)
 
   spans, task, directory = exported["answer"]
-  swapped = heads.span_model(encoder(config, 9))
+  swapped = span_model(encoder(config, 9))
   swapped.set_weights(spans.get_weights())
   kernel, span_bias = spans.get_layer("qa_outputs").get_weights()
   swapped.get_layer("qa_outputs").set_weights([kernel[:, ::-1], span_bias[::-1]])
@@ -293,9 +295,9 @@ def test_hf_export_of_a_finetuned_model_gives_our_logits(vocabulary, config, tmp
     weight.assign(weight + np.random.default_rng(0).normal(0, 0.02, weight.shape))
   labels = {"classify": ["neg", "pos", "mixed"], "tag": TAGS}.get(kind, [])
   model = {"classify": lambda: classifier_model(body, 3),
-           "regress": lambda: heads.regression_model(body),
-           "tag": lambda: heads.tagging_model(body, len(TAGS)),
-           "answer": lambda: heads.span_model(body)}[kind]()
+           "regress": lambda: regression_model(body),
+           "tag": lambda: tagging_model(body, len(TAGS)),
+           "answer": lambda: span_model(body)}[kind]()
   task = {"task": kind, "labels": labels, "pair": False, "seq_length": 24, "lower_case": True,
           **({key: ANSWER_TASK[key] for key in ANSWER_TASK if key not in (
               "task", "labels", "pair", "seq_length", "lower_case")} if kind == "answer"

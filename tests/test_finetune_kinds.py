@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from bert_tf.errors import UserError
-from bert_tf.export import trained
 from bert_tf.finetune import FinetuneConfig, finetune, task_model
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.state import model_state
+from bert_tf.serving import trained
 from finetune_files import squad_file, write_conll, write_json, write_regression
 from helpers import run, verified
 

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from bert_tf.finetune import metrics
+from bert_tf.finetune.kinds.answer import metrics as answer_metrics
+from bert_tf.finetune.kinds.classify.metrics import macro_f1
+from bert_tf.finetune.kinds.tag import metrics as tag_metrics
 
 
 def test_accuracy():
@@ -14,12 +17,12 @@ def test_accuracy():
 def test_macro_f1_by_hand():
   labels, predictions = np.array([0, 0, 1, 1]), np.array([0, 1, 1, 1])
   # class 0: TP 1, FP 0, FN 1 -> 2/3; class 1: TP 2, FP 1, FN 0 -> 4/5.
-  assert metrics.macro_f1(labels, predictions) == pytest.approx((2 / 3 + 4 / 5) / 2)
+  assert macro_f1(labels, predictions) == pytest.approx((2 / 3 + 4 / 5) / 2)
 
 
 def test_macro_f1_counts_a_class_only_predicted_and_is_one_when_perfect():
-  assert metrics.macro_f1(np.array([0, 0]), np.array([0, 2])) == pytest.approx((2 / 3 + 0) / 2)
-  assert metrics.macro_f1(np.array([3, 1, 3]), np.array([3, 1, 3])) == 1.0
+  assert macro_f1(np.array([0, 0]), np.array([0, 2])) == pytest.approx((2 / 3 + 0) / 2)
+  assert macro_f1(np.array([3, 1, 3]), np.array([3, 1, 3])) == 1.0
 
 
 # === Classification: GLUE's other figures ===
@@ -71,19 +74,19 @@ def test_spearman_gives_ties_their_average_rank():
 
 
 def test_entities_are_cut_as_conlleval_cuts_them():
-  assert metrics.entities(["B-PER", "I-PER", "O", "B-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
+  assert tag_metrics.entities(["B-PER", "I-PER", "O", "B-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
   # An I- after an O, or at a sentence's start, starts an entity (IOB1 as CoNLL-2003 ships).
-  assert metrics.entities(["I-PER", "I-PER", "O", "I-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
+  assert tag_metrics.entities(["I-PER", "I-PER", "O", "I-LOC"]) == {("PER", 0, 1), ("LOC", 3, 3)}
   # A B- ends the entity before it; a change of type ends it too.
-  assert metrics.entities(["B-PER", "B-PER", "I-PER", "I-LOC"]) == {
+  assert tag_metrics.entities(["B-PER", "B-PER", "I-PER", "I-LOC"]) == {
       ("PER", 0, 0), ("PER", 1, 2), ("LOC", 3, 3)}
-  assert metrics.entities(["O", "O"]) == set()
+  assert tag_metrics.entities(["O", "O"]) == set()
 
 
 def test_an_entity_starting_with_i_counts_as_right():
   gold = [["B-PER", "I-PER", "O", "B-LOC"]]
   predicted = [["I-PER", "I-PER", "O", "I-LOC"]]
-  scores = metrics.entity_scores(gold, predicted)
+  scores = tag_metrics.entity_scores(gold, predicted)
   assert (scores["precision"], scores["recall"], scores["f1"]) == (1.0, 1.0, 1.0)
   assert scores["token_accuracy"] == 0.5
 
@@ -92,7 +95,7 @@ def test_entity_scores_overall_and_per_type_by_hand():
   gold = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "I-ORG", "I-ORG"]]
   predicted = [["B-PER", "I-PER", "O", "B-PER"],  # the ORG tagged as a PER: wrong type
                ["B-ORG", "I-ORG", "O"]]  # the ORG cut one word short: wrong end
-  scores = metrics.entity_scores(gold, predicted)
+  scores = tag_metrics.entity_scores(gold, predicted)
   # 3 gold entities, 3 predicted, 1 right.
   assert scores["precision"] == pytest.approx(1 / 3)
   assert scores["recall"] == pytest.approx(1 / 3)
@@ -105,48 +108,48 @@ def test_entity_scores_overall_and_per_type_by_hand():
 
 
 def test_entity_scores_without_entities_are_zero():
-  scores = metrics.entity_scores([["O", "O"]], [["O", "O"]])
+  scores = tag_metrics.entity_scores([["O", "O"]], [["O", "O"]])
   assert (scores["precision"], scores["recall"], scores["f1"]) == (0.0, 0.0, 0.0)
   assert scores["token_accuracy"] == 1.0 and scores["per_type"] == {}
   with pytest.raises(ValueError, match="sentence 0: 2 gold tags, 1 predicted"):
-    metrics.entity_scores([["O", "O"]], [["O"]])
+    tag_metrics.entity_scores([["O", "O"]], [["O"]])
 
 
 # === Extractive question answering ===
 
 
 def test_squad_normalisation_of_punctuation_articles_and_spaces():
-  assert metrics.normalize_answer("The  Quick, brown fox!") == "quick brown fox"
-  assert metrics.normalize_answer("An apple a day") == "apple day"
-  assert metrics.normalize_answer("U.S.A.") == "usa"
-  assert metrics.normalize_answer("theater then\tanother") == "theater then another"
-  assert metrics.normalize_answer("  the  ") == ""
+  assert answer_metrics.normalize_answer("The  Quick, brown fox!") == "quick brown fox"
+  assert answer_metrics.normalize_answer("An apple a day") == "apple day"
+  assert answer_metrics.normalize_answer("U.S.A.") == "usa"
+  assert answer_metrics.normalize_answer("theater then\tanother") == "theater then another"
+  assert answer_metrics.normalize_answer("  the  ") == ""
 
 
 def test_exact_match_and_f1_of_one_answer():
-  assert metrics.exact_match("the Broncos", "Broncos.") == 1.0
-  assert metrics.exact_match("Denver Broncos", "Broncos") == 0.0
+  assert answer_metrics.exact_match("the Broncos", "Broncos.") == 1.0
+  assert answer_metrics.exact_match("Denver Broncos", "Broncos") == 0.0
   # "denver broncos" against "broncos": precision 1, recall 1/2.
-  assert metrics.token_f1("Denver Broncos", "Broncos") == pytest.approx(2 / 3)
+  assert answer_metrics.token_f1("Denver Broncos", "Broncos") == pytest.approx(2 / 3)
   # Words counted as bags: the gold has two x's, the prediction one (precision 1/2, recall 1/3).
-  assert metrics.token_f1("x x y", "x z") == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
-  assert metrics.token_f1("Denver", "Seattle") == 0.0
-  assert metrics.token_f1("", "") == 1.0 and metrics.token_f1("", "the") == 1.0
-  assert metrics.token_f1("", "Denver") == 0.0
+  assert answer_metrics.token_f1("x x y", "x z") == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+  assert answer_metrics.token_f1("Denver", "Seattle") == 0.0
+  assert answer_metrics.token_f1("", "") == 1.0 and answer_metrics.token_f1("", "the") == 1.0
+  assert answer_metrics.token_f1("", "Denver") == 0.0
 
 
 def test_several_gold_answers_take_the_best():
   gold = {"q": ["Denver Broncos", "Broncos of Denver"]}
-  scores = metrics.squad_scores(gold, {"q": "Broncos"})
+  scores = answer_metrics.squad_scores(gold, {"q": "Broncos"})
   # against the first: 2/3; against the second ("broncos of denver"): 1/2.
   assert scores == {"exact_match": 0.0, "f1": pytest.approx(2 / 3), "total": 1}
-  assert metrics.squad_scores(gold, {"q": "the broncos of Denver"})["exact_match"] == 1.0
+  assert answer_metrics.squad_scores(gold, {"q": "the broncos of Denver"})["exact_match"] == 1.0
 
 
 def test_squad_v2_scores_unanswerable_questions_apart():
   gold = {"a": ["Paris"], "b": ["Rome", "the city of Rome"], "c": [], "d": [], "e": ["Oslo"]}
   predictions = {"a": "Paris", "b": "city of Rome, Italy", "c": "", "d": "London"}
-  scores = metrics.squad_scores(gold, predictions)
+  scores = answer_metrics.squad_scores(gold, predictions)
   # b: "city of rome italy" against "city of rome": precision 3/4, recall 1 -> 6/7;
   # e has no prediction: 0.
   assert scores == pytest.approx({
@@ -156,5 +159,5 @@ def test_squad_v2_scores_unanswerable_questions_apart():
 
 
 def test_a_gold_answer_of_only_an_article_counts_as_no_answer():
-  scores = metrics.squad_scores({"q": ["The"]}, {"q": ""})
+  scores = answer_metrics.squad_scores({"q": ["The"]}, {"q": ""})
   assert scores["exact_match"] == 1.0 and "no_answer_total" not in scores

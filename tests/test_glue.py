@@ -126,7 +126,7 @@ def test_a_glue_task_is_read_by_its_own_kind(glue_dir):
       model_dir="m", output_dir="o", train_file=os.path.join(sst2, "train.tsv"),
       dev_file=os.path.join(sst2, "dev.tsv"), text_columns="sentence", label_column="label"))
   assert plain.glue is None and list(plain.dev_sets) == [""]
-  assert plain.ranking == kinds.kind("classify").ranking == ("dev_accuracy", "dev_macro_f1")
+  assert plain.ranking == kinds.kind_named("classify").ranking == ("dev_accuracy", "dev_macro_f1")
 
 
 def test_each_task_scored_by_its_own_metric():
@@ -186,7 +186,7 @@ def test_the_epoch_kept_is_the_best_by_the_tasks_own_score(glue_dir, name):
   kind = task_kind(FinetuneConfig(model_dir="m", output_dir="o", glue_task=name,
                                   glue_dir=glue_dir))
   assert max([first, second], key=kind.rank) is second
-  plain = kinds.kind(task.kind)
+  plain = kinds.kind_named(task.kind)
   assert max([first, second], key=lambda f: tuple(f[n] for n in plain.ranking)) is first
 
 

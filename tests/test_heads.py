@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.finetune import heads, losses
+from bert_tf.finetune import losses
+from bert_tf.finetune.heads import NOT_AN_ANSWER
+from bert_tf.finetune.kinds.answer.head import span_loss, span_model
+from bert_tf.finetune.kinds.choose.head import choice_model
+from bert_tf.finetune.kinds.regress.head import regression_loss, regression_model
+from bert_tf.finetune.kinds.tag.head import tagging_loss, tagging_model
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.encoder import bert_encoder
 
@@ -37,12 +42,12 @@ def log_softmax(logits):
 
 
 def test_regression_head(encoder):
-  model = heads.regression_model(encoder)
+  model = regression_model(encoder)
   scores = model(FEATURES).numpy()
   assert scores.shape == (2, 1) and scores.dtype == np.float32
   assert model.get_layer("classifier").kernel.shape == (HIDDEN, 1)
   labels = np.array([0.5, 4.0], np.float32)
-  assert float(losses.regression_loss()(labels, scores)) == pytest.approx(
+  assert float(regression_loss()(labels, scores)) == pytest.approx(
       np.mean((labels - scores[:, 0]) ** 2), rel=1e-6)
 
 
@@ -55,7 +60,7 @@ def test_classification_loss_is_the_mean_cross_entropy():
 
 
 def test_tagging_head_and_its_loss_over_first_pieces_only(encoder):
-  model = heads.tagging_model(encoder, 5)
+  model = tagging_model(encoder, 5)
   logits = model(FEATURES).numpy()
   assert logits.shape == (2, SEQ, 5)
   assert model.get_layer("classifier").kernel.shape == (HIDDEN, 5)
@@ -64,13 +69,13 @@ def test_tagging_head_and_its_loss_over_first_pieces_only(encoder):
   labels[1, [3]] = [1]
   picked = log_softmax(logits)[[0, 0, 0, 1], [1, 2, 5, 3], [4, 0, 2, 1]]
   expected = -np.mean(picked)  # over the 4 labelled tokens, not the 20 positions
-  assert float(losses.tagging_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
-  model.compile(optimizer="sgd", loss=losses.tagging_loss(), jit_compile=False)
+  assert float(tagging_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
+  model.compile(optimizer="sgd", loss=tagging_loss(), jit_compile=False)
   assert model.evaluate(FEATURES, labels, verbose=0) == pytest.approx(expected, rel=1e-5)
 
 
 def test_span_head_is_masked_to_cls_and_the_context(encoder):
-  model = heads.span_model(encoder)
+  model = span_model(encoder)
   logits = model(FEATURES).numpy()
   assert logits.shape == (2, 2, SEQ)
   kernel, bias = model.get_layer("qa_outputs").get_weights()
@@ -82,19 +87,19 @@ def test_span_head_is_masked_to_cls_and_the_context(encoder):
   for row in range(2):
     np.testing.assert_allclose(logits[row][:, allowed[row]], raw[row][:, allowed[row]],
                                rtol=1e-5, atol=1e-6)
-    assert (logits[row][:, ~allowed[row]] == heads.NOT_AN_ANSWER).all()
+    assert (logits[row][:, ~allowed[row]] == NOT_AN_ANSWER).all()
 
 
 def test_span_loss_is_the_mean_of_start_and_end_cross_entropy(encoder):
-  model = heads.span_model(encoder)
+  model = span_model(encoder)
   logits = model(FEATURES).numpy()
   positions = np.array([[5, 7], [0, 0]], np.int32)  # an answer; no answer ([CLS])
   log_probabilities = log_softmax(logits)
   start = log_probabilities[[0, 1], 0, positions[:, 0]]
   end = log_probabilities[[0, 1], 1, positions[:, 1]]
   expected = -np.mean((start + end) / 2)
-  assert float(losses.span_loss()(positions, logits)) == pytest.approx(expected, rel=1e-5)
-  model.compile(optimizer="sgd", loss=losses.span_loss(), jit_compile=False)
+  assert float(span_loss()(positions, logits)) == pytest.approx(expected, rel=1e-5)
+  model.compile(optimizer="sgd", loss=span_loss(), jit_compile=False)
   assert model.evaluate(FEATURES, positions, verbose=0) == pytest.approx(expected, rel=1e-5)
 
 
@@ -104,19 +109,19 @@ def test_logits_are_float32_under_mixed_precision(encoder):
     mixed = bert_encoder(BertConfig(vocab_size=20, hidden_size=HIDDEN, num_hidden_layers=1,
                                     num_attention_heads=2, intermediate_size=32,
                                     max_position_embeddings=SEQ))
-    models = [heads.regression_model(mixed), heads.tagging_model(mixed, 3),
-              heads.span_model(mixed)]
+    models = [regression_model(mixed), tagging_model(mixed, 3),
+              span_model(mixed)]
   finally:
     keras.config.set_dtype_policy("float32")
   assert mixed(FEATURES)["sequence_output"].dtype == tf.float16
   for model in models:
     assert model(FEATURES).dtype == tf.float32, model.name
   masked = models[2](FEATURES).numpy()
-  assert (masked[0, :, 9] == heads.NOT_AN_ANSWER).all()  # not float16's -inf
+  assert (masked[0, :, 9] == NOT_AN_ANSWER).all()  # not float16's -inf
 
 
 def test_choice_head_scores_each_ending_on_its_pooled_output(encoder):
-  model = heads.choice_model(encoder)
+  model = choice_model(encoder)
   # Two contexts of three endings, the second's last ending absent (all 0).
   features = {name: np.stack([value, value[::-1]])[:, [0, 1, 0]] for name, value in
               FEATURES.items()}
@@ -130,7 +135,7 @@ def test_choice_head_scores_each_ending_on_its_pooled_output(encoder):
   scores = (pooled @ kernel + bias)[:, 0]
   np.testing.assert_allclose(logits[0], scores[[0, 1, 0]], rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(logits[1, :2], scores[[1, 0]], rtol=1e-5, atol=1e-6)
-  assert logits[1, 2] == heads.NOT_AN_ANSWER  # absent: no probability
+  assert logits[1, 2] == NOT_AN_ANSWER  # absent: no probability
   labels = np.array([1, 0], np.int32)
   expected = -np.mean(log_softmax(logits)[[0, 1], labels])
   assert float(losses.classification_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)

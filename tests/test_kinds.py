@@ -26,16 +26,14 @@ KINDS_DIR = os.path.join(ROOT, "bert_tf", "finetune", "kinds")
 
 def test_the_protocol_has_every_part_a_kind_is():
   assert set(PARTS) == {
-      "name", "ranking", "probe_figure", "signature", "labelled",  # attributes
-      "portable_shapes",
-      "head", "loss", "summary", "serving", "reference", "huggingface_head",  # without files
-      "portable_outputs", "portable_logits", "portable_task",
+      "name", "ranking", "probe_figure", "signature",  # attributes
+      "serving", "reference", "huggingface_head",  # without files
       "read", "encode", "train_batches", "evaluate"}  # with its files
 
 
 @pytest.mark.parametrize("name", task_kinds.NAMES)
 def test_every_registered_kind_is_a_module_with_every_part(name):
-  kind = kinds.kind(name)
+  kind = kinds.kind_named(name)
   assert kind.__module__ == f"bert_tf.finetune.kinds.{name}" and kind.name == name
   assert issubclass(kind, TaskKind) and missing_parts(kind) == []
   assert kind.probe_figure in {figure.removeprefix("dev_") for figure in kind.ranking}
@@ -45,7 +43,7 @@ def test_every_registered_kind_is_a_module_with_every_part(name):
 def test_every_kind_s_portable_outputs_are_its_shapes_and_give_back_its_logits(name):
   """A converted model's outputs are what portable.json says, and its dev figure reads the
   head's logits from them as they were."""
-  kind = kinds.kind(name)
+  kind = kinds.kind_named(name)
   shape = {"classify": [3, 2], "regress": [3, 1], "tag": [3, 5, 2], "answer": [3, 2, 5],
            "choose": [3, 4]}[name]
   logits = np.random.default_rng(0).normal(size=shape).astype(np.float32)
@@ -97,13 +95,13 @@ def test_a_kind_that_leaves_out_a_part_fails_the_check_and_the_registry(part, mo
   monkeypatch.setitem(kinds.KINDS, "partial", partial)
   with pytest.raises(TypeError, match=rf"^the task kind partial \(.*\) is incomplete: it has "
                      rf"no {part}$"):
-    kinds.kind("partial")
+    kinds.kind_named("partial")
 
 
 def test_an_unknown_kind_is_one_line():
   with pytest.raises(UserError, match=r"^unknown task 'choice': use one of classify, regress, "
                      r"tag, answer, choose$"):
-    kinds.kind("choice")
+    kinds.kind_named("choice")
 
 
 def test_the_flags_offer_the_registry_s_names_without_tensorflow():

@@ -24,10 +24,10 @@ import tensorflow as tf
 
 import pods
 from bert_tf.export.formats import verify
-from bert_tf.export.trained import load_trained
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
+from bert_tf.serving.trained import load_trained
 from helpers import (
   TRAIN_AS_WORKER,
   finish,

@@ -16,11 +16,11 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.export.formats.onnx_conversion import PRE_PROCESSING_ADVICE, onnx_models
-from bert_tf.export.portable_comparison import TOLERANCES
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
 from bert_tf.finetune.model import classifier_model
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving.portable_comparison import TOLERANCES
 from helpers import run, write_output_dir
 
 LAYERS = 2

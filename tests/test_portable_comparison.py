@@ -1,5 +1,5 @@
 """How a LiteRT or ONNX export's outputs are held to the Keras model's
-(`bert_tf/export/portable_comparison.py`), on outputs made up to show each rule: a difference
+(`bert_tf/serving/portable_comparison.py`), on outputs made up to show each rule: a difference
 on the output's own scale however small the output, what each head decides, the -10000 marks
 kept and kept out of the scale, a tagger's words alone counted."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bert_tf.errors import UserError
-from bert_tf.export.portable_comparison import MARK, TOLERANCES, Examples, compare
+from bert_tf.serving.portable_comparison import MARK, TOLERANCES, Examples, compare
 
 CLASSES = ["neg", "pos", "mixed"]
 

@@ -22,23 +22,26 @@ import tensorflow as tf
 from bert_tf import task_kinds
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export import portable as portable_module
 from bert_tf.export.formats import export_portable, runtime_runner
 from bert_tf.export.formats import onnx as onnx_format
 from bert_tf.export.formats.export_config import QUANTIZATIONS, ExportConfig
 from bert_tf.export.formats.portable_verification import verify_portable
-from bert_tf.export.portable import ENCODER_SHAPES
-from bert_tf.export.portable_comparison import TOLERANCES
-from bert_tf.export.portable_tokenizer import portable_tokenizer
-from bert_tf.export.trained import load_trained, portable_encoder
-from bert_tf.export.verification import text_ids
-from bert_tf.finetune import heads
 from bert_tf.finetune.finetuned import load_finetuned, portable_finetuned
-from bert_tf.finetune.kinds.registry import kind as task_kind
+from bert_tf.finetune.kinds.answer.head import span_model
+from bert_tf.finetune.kinds.choose.head import choice_model
+from bert_tf.finetune.kinds.registry import kind_named as task_kind
+from bert_tf.finetune.kinds.regress.head import regression_model
+from bert_tf.finetune.kinds.tag.head import tagging_model
 from bert_tf.finetune.model import classifier_model
 from bert_tf.finetune.portable_dev import PortableDev
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving import portable as portable_module
+from bert_tf.serving.portable import ENCODER_SHAPES
+from bert_tf.serving.portable_comparison import TOLERANCES
+from bert_tf.serving.portable_tokenizer import portable_tokenizer
+from bert_tf.serving.trained import load_trained, portable_encoder
+from bert_tf.serving.verification import text_ids
 from helpers import run, write_choices, write_output_dir
 
 FORMATS = ("litert", "onnx")
@@ -74,9 +77,9 @@ def finetunes(vocab_file, tmp_path_factory):
     keras.utils.set_random_seed(seed)
     body = pretraining_model(config).get_layer("bert_encoder")
     model = {"classify": lambda body: classifier_model(body, len(CLASSES)),
-             "regress": heads.regression_model,
-             "tag": lambda body: heads.tagging_model(body, len(TAGS)),
-             "answer": heads.span_model, "choose": heads.choice_model}[kind](body)
+             "regress": regression_model,
+             "tag": lambda body: tagging_model(body, len(TAGS)),
+             "answer": span_model, "choose": choice_model}[kind](body)
     task = {"task": kind, "labels": {"classify": CLASSES, "tag": TAGS}.get(kind, []),
             "pair": kind in ("regress", "answer", "choose"), "seq_length": 24, "lower_case": True,
             **(ANSWER_SETTINGS if kind == "answer" else {})}

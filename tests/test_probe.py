@@ -78,7 +78,7 @@ def test_the_probe_of_each_kind_reads_its_kind_and_returns_its_figures(
                          probe_task=task, probe_steps=2, seq_length=32)
     assert probe.probe_kind(config) == kind
     figures = probe.Probe(config, vocabulary).scores(encoder)
-    figure = kinds.kind(kind).probe_figure
+    figure = kinds.kind_named(kind).probe_figure
     assert set(figures) == {f"probe_{figure}", f"probe_random_{figure}"}, kind
     assert all(-1 <= value <= 1 for value in figures.values()), (kind, figures)
   json_config = TrainConfig(probe_train_file=str(tmp_path / "squad.json"), probe_dev_file="x")

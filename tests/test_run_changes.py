@@ -23,10 +23,10 @@ import tensorflow as tf
 from bert_tf import audit, run_record, settings
 from bert_tf.data import stream_position
 from bert_tf.errors import UserError
-from bert_tf.export import trained
 from bert_tf.export.formats.export_config import ExportConfig
 from bert_tf.interop.source import open_source
 from bert_tf.runtime import precision
+from bert_tf.serving import trained
 from bert_tf.training import trainer
 from bert_tf.training.train_settings import TrainConfig
 from helpers import Logged, one_layer_config

@@ -12,8 +12,7 @@ import pytest
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.finetune import metrics
-from bert_tf.finetune.kinds.answer import squad, squad_answers
+from bert_tf.finetune.kinds.answer import metrics, squad, squad_answers
 from bert_tf.finetune.kinds.answer.squad import Window
 
 FILLER = ("The interpreter reads the source file and compiles it to byte code before it runs "

@@ -8,9 +8,8 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.finetune import metrics
 from bert_tf.finetune.batches import batches
-from bert_tf.finetune.kinds.tag import tagging
+from bert_tf.finetune.kinds.tag import metrics, tagging
 
 # CoNLL-2003's layout: word, part of speech, chunk, entity tag; a -DOCSTART- line and blank
 # lines between sentences.

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.data.text_pairs import combined_pair, combined_segments
-from bert_tf.export.verification import pair_ids
+from bert_tf.serving.verification import pair_ids
 
 
 class Ids:  # the two ids `pair_ids` reads of a vocabulary

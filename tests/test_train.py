@@ -92,7 +92,7 @@ import sys, json
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer ops
-from bert_tf.export.trained import load_trained
+from bert_tf.serving.trained import load_trained
 
 model_dir = sys.argv[1]
 served = tf.saved_model.load(model_dir + "/export")

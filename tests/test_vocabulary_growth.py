@@ -12,13 +12,13 @@ from bert_tf.data import vocabulary_fit
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
 from bert_tf.data.vocabulary_growth import grown_tokens, new_tokens
 from bert_tf.errors import UserError
-from bert_tf.export import verification
 from bert_tf.interop import grown_embeddings
 from bert_tf.interop.huggingface import export_huggingface
 from bert_tf.interop.source import open_source
 from bert_tf.interop.state import model_state
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
+from bert_tf.serving import verification
 from bert_tf.training import grown_vocabulary
 from bert_tf.training.train_settings import TrainConfig
 from helpers import Logged, docstring_corpus, run

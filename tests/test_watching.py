@@ -137,8 +137,8 @@ def test_exports_load_the_trained_weights(finished_run):
   import numpy as np
   import tensorflow as tf
 
-  from bert_tf.export.trained import load_trained
   from bert_tf.model.pretraining import pretraining_model
+  from bert_tf.serving.trained import load_trained
   model_dir, _ = finished_run
   trained = load_trained(model_dir)  # what python -m bert_tf.export reads
   reference = pretraining_model(trained.config)

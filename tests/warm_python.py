@@ -33,8 +33,8 @@ import keras_hub  # noqa: F401
 import tensorflow  # noqa: F401
 import tensorflow_text  # noqa: F401
 
-import bert_tf.export.verification  # noqa: F401
 import bert_tf.finetune.training  # noqa: F401
+import bert_tf.serving.verification  # noqa: F401
 import bert_tf.training.trainer  # noqa: F401
 import processes
 from bert_tf.data import normalization

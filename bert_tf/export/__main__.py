@@ -25,8 +25,8 @@ log = logging.getLogger("bert_tf")
 def export(config: ExportConfig) -> None:
   config.check()
   from bert_tf.export.formats import export, export_finetuned, verify, verify_finetuned
-  from bert_tf.export.trained import load_trained
   from bert_tf.finetune import finetuned
+  from bert_tf.serving.trained import load_trained
   log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if FORMATS[config.format].portable:
     portable_export(config)
@@ -48,9 +48,9 @@ def portable_export(config: ExportConfig) -> None:
   in its runtime, and with --dev_file its dev figure beside the Keras model's."""
   from bert_tf.export.formats import export_portable, runtime_runner
   from bert_tf.export.formats.portable_verification import verify_portable
-  from bert_tf.export.trained import load_trained, portable_encoder
   from bert_tf.finetune import finetuned
   from bert_tf.finetune.portable_dev import PortableDev
+  from bert_tf.serving.trained import load_trained, portable_encoder
   dev = None
   if finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)

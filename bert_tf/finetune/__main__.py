@@ -28,11 +28,11 @@ def run(config: FinetuneConfig) -> None:
     from bert_tf.finetune import sweep
     sweep.report(sweep.run(config))
     return
-  from bert_tf.finetune.kinds.registry import kind
+  from bert_tf.finetune.kinds.registry import kind_named
   from bert_tf.finetune.output_dir import EXPORT, WEIGHTS_FILE
   from bert_tf.finetune.training import finetune
   results = finetune(config)
-  task_kind = kind(config.task)
+  task_kind = kind_named(config.task)
   where = (f"{config.output_dir}/{EXPORT} (signature {task_kind.signature})"
            if config.serving_export else f"{config.output_dir}/{WEIGHTS_FILE}")
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "

@@ -10,12 +10,12 @@ A batch that is empty or whose inputs differ in size is an `InvalidArgumentError
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.kinds.signatures import save
 
 
 def export_task(model: keras.Model, task, vocabulary: Vocabulary, directory: str) -> str:
   """Writes the SavedModel of a fine-tuned model of any kind to `directory` atomically; `task`
   is the output_dir's `TaskRecord`. Returns `directory`."""
-  task_kind = kind(task.task)
+  task_kind = kind_named(task.task)
   return save(task_kind.serving(model, task, vocabulary), task_kind.signature, directory)

@@ -8,9 +8,9 @@ import dataclasses
 
 from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
-from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.finetune.sweep_settings import SweepConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig
+from bert_tf.serving.export_settings import ServingExportConfig
 from bert_tf.settings import MODEL, NOTED, STREAM, check_choices, setting
 from bert_tf.task_kinds import DEFAULT_SEQ_LENGTH, NAMES, SEQ_LENGTHS
 

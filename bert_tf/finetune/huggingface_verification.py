@@ -1,5 +1,5 @@
 """A fine-tuned model's Hugging Face export checks itself as the pre-training model's does
-(`export/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids
+(`serving/verification.py`): the directory's tokenizer gives the pre-training tokenizer's ids
 (on the examples and on the vocabulary's own words), and the transformers class of the task's
 kind (its `huggingface_head`), or without transformers a numpy forward pass of the weights,
 gives the Keras task model's head logits on the same ids (the kind's `head_logits` and
@@ -12,9 +12,11 @@ import keras
 import numpy as np
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.numpy_bert import NumpyBert
-from bert_tf.export.tolerances import HUGGINGFACE_TOLERANCE
-from bert_tf.export.verification import (
+from bert_tf.finetune.kinds.registry import kind_named
+from bert_tf.interop import huggingface
+from bert_tf.serving.numpy_bert import NumpyBert
+from bert_tf.serving.tolerances import HUGGINGFACE_TOLERANCE
+from bert_tf.serving.verification import (
   EXAMPLES,
   Results,
   huggingface_text_ids,
@@ -26,8 +28,6 @@ from bert_tf.export.verification import (
   verify,
   word_texts,
 )
-from bert_tf.finetune.kinds.registry import kind
-from bert_tf.interop import huggingface
 
 
 class HeadReference:
@@ -42,7 +42,7 @@ class HeadReference:
     self.word_ids = [text_ids(tokenizer, text) for text in self.words]
     self.pairs = [pair_ids(vocabulary, a, b, task.seq_length)
                   for a, b in zip(self.text_ids[::2], self.text_ids[1::2])]
-    task_kind = kind(task.task)
+    task_kind = kind_named(task.task)
     self.logits = [task_kind.head_logits(model, task_kind.one_example(model_inputs(ids, segments)))
                    for ids, segments in self.pairs]
 
@@ -75,7 +75,7 @@ def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   import torch
   import transformers
 
-  task_kind = kind(task.task)
+  task_kind = kind_named(task.task)
   class_name = task_kind.huggingface_head(task).class_name
   model = getattr(transformers, class_name).from_pretrained(directory).eval()
   with torch.no_grad():
@@ -86,7 +86,7 @@ def transformers_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
 def numpy_logits(directory: str, task, pairs: list) -> list[np.ndarray]:
   """The same logits by `NumpyBert` over the directory's config.json and weights: the head's
   layer on the pooled output (a head with the pooler) or on every token."""
-  head = kind(task.task).huggingface_head(task)
+  head = kind_named(task.task).huggingface_head(task)
   config, state = huggingface.read_huggingface(directory)
   bert = NumpyBert(config, state, directory)
   logits = []

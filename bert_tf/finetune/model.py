@@ -9,9 +9,9 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune import data
+from bert_tf.finetune.heads import encoder_dropout, encoder_inputs, logits_layer
 from bert_tf.finetune.losses import classification_loss
 from bert_tf.interop.source import Source, open_source
-from bert_tf.model import encoder as encoder_lib
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.runtime.optimization import create_optimizer
@@ -55,14 +55,10 @@ def classifier_model(encoder: keras.Model, num_classes: int, *,
                      initializer_range: float = 0.02) -> keras.Model:
   """features -> logits [batch, num_classes]: the encoder's pooled output, dropout at the
   encoder's own rate (BERT's) and a dense layer, in float32 under mixed precision."""
-  inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in encoder_lib.INPUT_NAMES}
+  inputs = encoder_inputs()
   pooled = encoder(inputs)["pooled_output"]
-  rate = encoder.get_layer("embeddings_dropout").rate
-  pooled = keras.layers.Dropout(rate, name="classifier_dropout")(pooled)
-  logits = keras.layers.Dense(
-      num_classes, kernel_initializer=keras.initializers.TruncatedNormal(
-          stddev=initializer_range), dtype="float32", name="classifier")(pooled)
+  pooled = encoder_dropout(encoder)(pooled)
+  logits = logits_layer(num_classes, initializer_range, "classifier")(pooled)
   return keras.Model(inputs, logits, name="bert_classifier")
 
 

@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.portable import INPUTS, PortableModel
 from bert_tf.finetune.finetune_settings import FinetuneConfig
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.task_record import TaskRecord
+from bert_tf.serving.portable import INPUTS, PortableModel
 
 BATCH = 32
 FEATURES = ("token_ids", "segment_ids", "padding_mask")  # the Keras model's names of INPUTS
@@ -56,7 +56,7 @@ class PortableDev:
             "max_query_length", "doc_stride", "max_answer_length", "n_best_size",
             "null_score_diff_threshold", "version_2_with_negative") if getattr(task, name)
            is not None})
-    self.kind = kind(task.task)(config)
+    self.kind = kind_named(task.task)(config)
     if self.kind.pair != task.pair:
       raise UserError(f"--dev_file {dev_file}: the fine-tune takes "
                       f"{'pairs of texts' if task.pair else 'one text'}, the file does not")

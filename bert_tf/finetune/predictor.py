@@ -8,7 +8,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.finetune.glue.scoring import write_predictions
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.output_dir import EXPORT
 from bert_tf.finetune.task_record import read_task
 
@@ -20,8 +20,7 @@ class Predictor:
 
   def __init__(self, output_dir: str):
     self.task = read_task(output_dir)
-    self.kind = self.task.task
-    self.task_kind = kind(self.task.task)
+    self.task_kind = kind_named(self.task.task)
     self.model = tf.saved_model.load(os.path.join(output_dir, EXPORT))
 
   def __call__(self, columns: tuple[list, ...], batch_size: int = 64) -> list:
@@ -41,5 +40,5 @@ def write_all(predicted: list, run_dir: str, output_dir: str) -> list[str]:
   written = []
   for file, indices, texts in predicted:
     written.append(os.path.join(output_dir, file))
-    write_predictions(written[-1], indices, predict(texts), predict.kind)
+    write_predictions(written[-1], indices, predict(texts), predict.task.task)
   return written

@@ -14,7 +14,7 @@ from bert_tf import files
 from bert_tf.finetune import predictor, training
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading, tasks
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.sweep_settings import number_list
 
 log = logging.getLogger("bert_tf")
@@ -107,7 +107,7 @@ def to_predict(config: FinetuneConfig, glue_task) -> list:
     return []
   if glue_task is not None:
     return reading.read_test_files(glue_task, config.glue_dir)
-  return [("predictions.tsv", *kind(config.task).to_predict(config))]
+  return [("predictions.tsv", *kind_named(config.task).to_predict(config))]
 
 
 def report(summary: dict) -> None:

@@ -9,10 +9,10 @@ from bert_tf.finetune.glue.tasks import glue_task
 from bert_tf.settings import NOTED, setting
 
 
-def number_list(text: str, kind, flag: str) -> list:
+def number_list(text: str, number_type: type, flag: str) -> list:
   """`--seeds=0,1,2` as [0, 1, 2]; [] for an empty value."""
   try:
-    return [kind(value) for value in text.split(",") if value.strip()]
+    return [number_type(value) for value in text.split(",") if value.strip()]
   except ValueError:
     raise UserError(f"--{flag} {text!r}: give numbers separated by commas") from None
 

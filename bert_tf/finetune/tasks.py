@@ -8,7 +8,7 @@ from bert_tf.errors import UserError
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import tasks as glue_tasks
 from bert_tf.finetune.kinds.base import TaskKind
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.model import compile_task_model, load_pretrained
 
 
@@ -16,7 +16,7 @@ def task_kind(config: FinetuneConfig) -> TaskKind:
   """The kind `config.task` names (a GLUE task's own, with `--glue_task`), its files read and
   checked."""
   name = glue_tasks.glue_task(config.glue_task).kind if config.glue_task else config.task
-  return kind(name)(config)
+  return kind_named(name)(config)
 
 
 def task_model(model_dir: str, task: str, *, train_steps: int, num_labels: int = 0,
@@ -32,7 +32,7 @@ def task_model(model_dir: str, task: str, *, train_steps: int, num_labels: int =
   `model.text_features(texts)` (or `(texts_a, texts_b)`) turns raw strings into the input;
   for choose, `model.choice_features(contexts, endings)` (endings a list per context).
   """
-  task_kind = kind(task)
+  task_kind = kind_named(task)
   if task_kind.labelled and num_labels < 2:
     raise UserError(f"a {task} model needs num_labels of 2 or more, not {num_labels}")
   pretrained = load_pretrained(model_dir, from_scratch=from_scratch)

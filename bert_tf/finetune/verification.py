@@ -1,5 +1,5 @@
 """A fine-tuned model's SavedModel checks itself as the pre-training model's does
-(`export/verification.py`, docs/serving.md#verified-exports): loaded in a fresh process with
+(`serving/verification.py`, docs/serving.md#verified-exports): loaded in a fresh process with
 tensorflow and tensorflow-text only, its task's signature is run on texts with accents, CJK,
 numbers and a text longer than the sequence, and its outputs are compared with the Keras task
 model's on the pre-training tokenizer's ids of the same texts, by the kind's `reference` (in
@@ -17,9 +17,9 @@ references share (the texts, the score of a choice) is `kinds/references.py`.
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.tolerances import SAVEDMODEL_TOLERANCE
-from bert_tf.export.verification import saved_model_outputs, verify
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
+from bert_tf.serving.tolerances import SAVEDMODEL_TOLERANCE
+from bert_tf.serving.verification import saved_model_outputs, verify
 
 
 def verify_task_export(directory: str, model: keras.Model, task,
@@ -27,7 +27,7 @@ def verify_task_export(directory: str, model: keras.Model, task,
   """Checks the SavedModel that `export.export_task` wrote to `directory` from `model`, of
   `task` (the output_dir's `TaskRecord`) by its kind's `reference`; returns the line saying
   so, or raises a one-line UserError."""
-  task_kind = kind(task.task)
+  task_kind = kind_named(task.task)
   reference = task_kind.reference(model, task, vocabulary)
   name = f"{task.task} savedmodel"
   (outputs,) = saved_model_outputs(directory, [(task_kind.signature, reference.inputs)], name)

@@ -74,7 +74,7 @@ def task_config(config: BertConfig, head: TaskHead) -> dict:
 
 
 def task_state(model: keras.Model, config: BertConfig, head: TaskHead) -> dict:
-  """The state of a fine-tuned model (`finetune.model`/`finetune.heads`) under the names of
+  """The state of a fine-tuned model (`finetune.model` or a kind's `head.py`) under the names of
   its transformers class: the encoder (and for a head on [CLS] the pooler) under `bert.`, the
   head's layer (for `qa_outputs`, row 0 is the start's) as torch's Linear."""
   state = encoder_state(model, config, pooler=head.pooler)

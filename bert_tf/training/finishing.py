@@ -10,11 +10,11 @@ import tensorflow as tf
 
 from bert_tf import files
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export import trained
 from bert_tf.export.formats.savedmodel import verify_pretrained
-from bert_tf.export.savedmodel import export_savedmodel
 from bert_tf.model_dir import METRICS_FILE
 from bert_tf.runtime import cluster, strategy
+from bert_tf.serving import trained
+from bert_tf.serving.savedmodel import export_savedmodel
 from bert_tf.training import datasets
 from bert_tf.training.train_settings import TrainConfig
 from bert_tf.training.watching import evaluation, report

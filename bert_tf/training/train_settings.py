@@ -18,9 +18,9 @@ from bert_tf.data.data_settings import (
   VocabularyConfig,
 )
 from bert_tf.errors import UserError
-from bert_tf.export.export_settings import ServingExportConfig
 from bert_tf.model.model_settings import ModelConfig
 from bert_tf.runtime.runtime_settings import ExecutionConfig, OptimizerConfig
+from bert_tf.serving.export_settings import ServingExportConfig
 from bert_tf.settings import NOTED, STREAM, setting
 from bert_tf.task_kinds import NAMES
 

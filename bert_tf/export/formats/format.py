@@ -32,7 +32,7 @@ class ExportFormat:
   description: str
   serves: tuple[str, ...] = (PRETRAINED, FINETUNED)
   needs: tuple[str, ...] = ()  # modules imported to convert and check it
-  # Largest output difference `verify` allows (`export/tolerances.py`); a portable format's is
+  # Largest output difference `verify` allows (`serving/tolerances.py`); a portable format's is
   # its quantization's (`portable_comparison.TOLERANCES`).
   tolerance: float | None = None
   portable = False  # the model on ids, served without TensorFlow (`PortableFormat`)
@@ -84,8 +84,8 @@ class PortableFormat(ExportFormat):
     import tensorflow as tf
 
     from bert_tf import files
-    from bert_tf.export.portable import DESCRIPTION_FILE, TOKENIZER_FILE
-    from bert_tf.export.portable_tokenizer import write_portable_tokenizer
+    from bert_tf.serving.portable import DESCRIPTION_FILE, TOKENIZER_FILE
+    from bert_tf.serving.portable_tokenizer import write_portable_tokenizer
 
     with tempfile.TemporaryDirectory() as scratch:
       try:

@@ -1,9 +1,9 @@
 """`keras_hub`: a keras-hub preset (`BertBackbone` + `BertTokenizer`) of a pre-trained model
 (`interop/keras_hub_preset.py`), checked by loading it with keras-hub
-(`export/verification.py`). It has no task heads: it serves no fine-tuned model."""
+(`serving/verification.py`). It has no task heads: it serves no fine-tuned model."""
 
 from bert_tf.export.formats.format import PRETRAINED, ExportFormat
-from bert_tf.export.tolerances import KERAS_HUB_TOLERANCE
+from bert_tf.serving.tolerances import KERAS_HUB_TOLERANCE
 
 
 class KerasHubFormat(ExportFormat):
@@ -14,7 +14,7 @@ class KerasHubFormat(ExportFormat):
                             lower_case=trained.lower_case, seq_length=trained.seq_length)
 
   def verify(self, trained, output: str) -> str:
-    from bert_tf.export import verification
+    from bert_tf.serving import verification
 
     reference = verification.KerasReference(trained.model, trained.vocabulary,
                                             trained.lower_case, trained.seq_length)

@@ -12,7 +12,7 @@ class LiteRTFormat(PortableFormat):
     """{quantize: model.tflite's bytes}, each converted from one SavedModel on ids."""
     import tensorflow as tf
 
-    from bert_tf.export.portable import write_ids_saved_model
+    from bert_tf.serving.portable import write_ids_saved_model
 
     saved_model = write_ids_saved_model(portable, os.path.join(scratch, "saved_model"))
     models = {}

@@ -10,7 +10,7 @@ import os
 import keras
 import numpy as np
 
-from bert_tf.export.portable import PortableModel
+from bert_tf.serving.portable import PortableModel
 
 ONNX_OPSET = 17
 # How onnxruntime.quantization's advice to run `quant_pre_process` first begins.

@@ -22,9 +22,9 @@ from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.formats import FORMATS
 from bert_tf.export.formats.format import PortableFormat
-from bert_tf.export.portable import INPUTS, TOKENIZER_FILE, PortableModel
-from bert_tf.export.portable_comparison import TOLERANCES, Examples, compare
-from bert_tf.export.verification import EXAMPLES, pair_ids, text_ids
+from bert_tf.serving.portable import INPUTS, TOKENIZER_FILE, PortableModel
+from bert_tf.serving.portable_comparison import TOLERANCES, Examples, compare
+from bert_tf.serving.verification import EXAMPLES, pair_ids, text_ids
 
 # Every text of EXAMPLES: accents, CJK, Hangul, numbers, one longer than any sequence.
 TEXTS = [text for pair in EXAMPLES for text in pair if text]

@@ -1,15 +1,15 @@
 """`savedmodel`: a SavedModel that takes raw text, tokenized inside its graph as in training:
-the pre-trained model's signatures (`export/savedmodel.py`) or a fine-tuned model's task
+the pre-trained model's signatures (`serving/savedmodel.py`) or a fine-tuned model's task
 signature (`finetune/export.py`); checked in a fresh process with tensorflow and
-tensorflow-text only (`export/verification.py`, `finetune/verification.py`)."""
+tensorflow-text only (`serving/verification.py`, `finetune/verification.py`)."""
 
 from bert_tf.export.formats.format import ExportFormat
-from bert_tf.export.tolerances import SAVEDMODEL_TOLERANCE
+from bert_tf.serving.tolerances import SAVEDMODEL_TOLERANCE
 
 
 class SavedModelFormat(ExportFormat):
   def write(self, trained, output: str, top_k: int) -> str:
-    from bert_tf.export.savedmodel import export_savedmodel
+    from bert_tf.serving.savedmodel import export_savedmodel
 
     return export_savedmodel(trained.model, trained.vocabulary, output,
                              seq_length=trained.seq_length, lower_case=trained.lower_case,
@@ -37,7 +37,7 @@ def verify_pretrained(directory: str, model, vocabulary, *, lower_case: bool,
                       seq_length: int) -> str:
   """Checks the pre-trained `model`'s SavedModel in `directory` (what a run writes when it
   ends, too); returns the line saying so."""
-  from bert_tf.export import verification
+  from bert_tf.serving import verification
 
   reference = verification.KerasReference(model, vocabulary, lower_case, seq_length)
   return verification.verify(FORMAT.name, reference.results,

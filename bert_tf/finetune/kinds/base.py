@@ -1,23 +1,18 @@
 """`TaskKind`: the whole of what a fine-tuning task kind is, declared once, so that a run, its
 export, its checks, its Hugging Face export and the probe tell the same story for every kind
 and a kind that leaves a part out fails `missing_parts` (and the registry) rather than falling
-into another kind's branch. Each kind is a module of this package (`classify.py`, ...) whose
-`KIND` is its subclass; `bert_tf/task_kinds.py` names them.
+into another kind's branch. Each kind is a package of `kinds/` (`classify/`, ...) whose
+`KIND` is its subclass, its registry entry; `bert_tf/task_kinds.py` names them.
 
-A kind declares, as class attributes:
+What a new kind must write, as class attributes:
 
-- `name`: `--task`'s value, the name of its module, task.json's `task`;
+- `name`: `--task`'s value, the name of its package, task.json's `task`;
 - `ranking`: the dev figures (metrics.json's names) that order epochs, the first deciding;
 - `probe_figure`: the figure pre-training's probe reports, `dev_<probe_figure>` of `evaluate`;
 - `signature`: the name of its serving SavedModel's signature;
-- `labelled`: whether its model has an output per label (`labels`: classes or tags);
 
-and, without its files (from a fine-tuned model and its `TaskRecord`):
+without its files (from a fine-tuned model and its `TaskRecord`):
 
-- `head(encoder, num_labels, initializer_range)`: the task model on the encoder, the encoder's
-  features (`token_ids`, `segment_ids`, `padding_mask`) in, its logits the one output;
-- `loss()`: what training minimises;
-- `summary(figures)`: the dev figures in one line;
 - `serving(model, task, vocabulary)`: the `Serving` the export saves: a `tf.Module` holding
   the model and its tokenizer, the signature's function, its assets;
 - `reference(model, task, vocabulary)`: the export's check (`finetune/verification.py`): the
@@ -25,15 +20,6 @@ and, without its files (from a fine-tuned model and its `TaskRecord`):
   got) results of the Keras model and of the loaded export;
 - `huggingface_head(task)`: the transformers class, head layer and config entries its Hugging
   Face export has (`interop.huggingface.TaskHead`);
-- `portable_shapes` (an attribute), `portable_outputs(logits)`, `portable_logits(outputs)` and
-  `portable_task(task)`: its LiteRT and ONNX export (`export/portable.py`, on the ids inputs
-  `input_ids`, `token_type_ids`, `attention_mask`, int32 `[batch, seq_length]`): its named
-  outputs' shapes (dimensions `batch`, `seq_length`, `labels` or a number; a kind whose inputs
-  have another axis, such as `[batch, endings, seq_length]`, names it in its outputs' shapes and
-  in `portable_input_shape`), the function from the head's logits to those float32 outputs, its
-  inverse (the logits `evaluate` reads, from a converted model's outputs: how the dev figure
-  of a converted model is its `evaluate`'s, `finetune/portable_dev.py`), and what portable.json
-  carries of its `TaskRecord` (what post-processing needs: labels, settings);
 
 and, made from the `FinetuneConfig` (its files resolved, `train_file` and `dev_file`):
 
@@ -45,12 +31,32 @@ and, made from the `FinetuneConfig` (its files resolved, `train_file` and `dev_f
 - `evaluate(model)`: (dev figures under their metrics.json names, what the best epoch writes
   besides: answer's predictions, else None).
 
-What several kinds share has a default here: `rank`, `train_rows`, `noted` (metrics.json's
-extra entries), `task_settings` (task.json's), `write_outputs` (the output_dir's extra files),
-`one_example`, `head_logits` and `transformers_logits` (one example as the head takes it and
-the logits the Hugging Face check compares), `for_keras` (what `task_model` adds to a Keras
-model), `to_predict`, `signature_inputs` and `predictions` (--predict_file's rows, as the
-signature takes them and as predictions.tsv writes them) and `probe_seq_length`.
+The rest has a default here, a kind of classes' (classify's): a kind writes a part only where
+it differs.
+
+- `head(encoder, num_labels, initializer_range)`: the task model on the encoder, the encoder's
+  features (`token_ids`, `segment_ids`, `padding_mask`) in, its logits the one output; BERT's
+  classification head on the pooled `[CLS]` output by default (`model.classifier_model`);
+- `loss()`: what training minimises; cross-entropy of the logits against label ids by default;
+- `labelled`: whether its model has an output per label (`labels`: classes or tags); yes by
+  default;
+- `summary(figures)`: the dev figures in one line; the `ranking`'s figures by default;
+- `portable_shapes` (an attribute), `portable_outputs(logits)`, `portable_logits(outputs)` and
+  `portable_task(task)`: its LiteRT and ONNX export (`serving/portable.py`, on the ids inputs
+  `input_ids`, `token_type_ids`, `attention_mask`, int32 `[batch, seq_length]`): its named
+  outputs' shapes (dimensions `batch`, `seq_length`, `labels` or a number; a kind whose inputs
+  have another axis, such as `[batch, endings, seq_length]`, names it in its outputs' shapes and
+  in `portable_input_shape`), the function from the head's logits to those float32 outputs, its
+  inverse (the logits `evaluate` reads, from a converted model's outputs: how the dev figure
+  of a converted model is its `evaluate`'s, `finetune/portable_dev.py`), and what portable.json
+  carries of its `TaskRecord` (what post-processing needs); by default the logits and their
+  softmax, [batch, labels] each, and the labels and whether an example is a pair;
+- `rank`, `train_rows`, `noted` (metrics.json's extra entries), `task_settings` (task.json's),
+  `write_outputs` (the output_dir's extra files), `one_example`, `head_logits` and
+  `transformers_logits` (one example as the head takes it and the logits the Hugging Face check
+  compares), `for_keras` (what `task_model` adds to a Keras model), `to_predict`,
+  `signature_inputs` and `predictions` (--predict_file's rows, as the signature takes them and
+  as predictions.tsv writes them) and `probe_seq_length`.
 """
 
 import abc
@@ -61,13 +67,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data import builtin_tasks
-from bert_tf.finetune import data
+from bert_tf.finetune import data, losses
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading as glue_reading
+from bert_tf.finetune.model import classifier_model
 
 DEV_BATCH = 64
-# The attributes every kind sets, beside the abstract methods of `TaskKind`.
-ATTRIBUTES = ("name", "ranking", "probe_figure", "signature", "labelled", "portable_shapes")
+# The attributes every kind must set (None in `TaskKind`), beside its abstract methods.
+ATTRIBUTES = ("name", "ranking", "probe_figure", "signature")
 
 
 @dataclasses.dataclass
@@ -84,9 +91,16 @@ class Serving:
 class TaskKind(abc.ABC):
   """A task kind; see the module's docstring for its parts."""
 
+  name: str = None
+  ranking: tuple[str, ...] = None
+  probe_figure: str = None
+  signature: str = None
   labels: list[str] = []
   pair = False
-  portable_shapes: dict[str, list] = None  # set by each kind: {output name: shape}
+  labelled = True
+  # The LiteRT and ONNX model's outputs: {output name: shape}.
+  portable_shapes: dict[str, list] = {"logits": ["batch", "labels"],
+                                      "probabilities": ["batch", "labels"]}
   # The LiteRT and ONNX model's ids inputs: [batch, seq_length], unless the kind's features
   # have another axis (choose's endings).
   portable_input_shape = ("batch", "seq_length")
@@ -101,21 +115,6 @@ class TaskKind(abc.ABC):
     self.read()
 
   # === Without files ===
-
-  @staticmethod
-  @abc.abstractmethod
-  def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    """The task model: features -> the kind's logits."""
-
-  @staticmethod
-  @abc.abstractmethod
-  def loss() -> keras.losses.Loss:
-    """What training minimises, on the head's logits."""
-
-  @staticmethod
-  @abc.abstractmethod
-  def summary(figures: dict) -> str:
-    """`evaluate`'s figures in one line."""
 
   @classmethod
   @abc.abstractmethod
@@ -133,19 +132,40 @@ class TaskKind(abc.ABC):
     """`interop.huggingface.TaskHead` of the kind's transformers class for `task`."""
 
   @staticmethod
-  @abc.abstractmethod
-  def portable_outputs(logits: tf.Tensor) -> dict:
-    """The LiteRT/ONNX model's outputs, float32, from the head's logits: `portable_shapes`."""
+  def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
+    """The task model: features -> the kind's logits; BERT's classification head, unless the
+    kind says."""
+    return classifier_model(encoder, num_labels, initializer_range=initializer_range)
 
   @staticmethod
-  @abc.abstractmethod
+  def loss() -> keras.losses.Loss:
+    """What training minimises, on the head's logits: cross-entropy of the logits against
+    label ids, unless the kind says."""
+    return losses.classification_loss()
+
+  @classmethod
+  def summary(cls, figures: dict) -> str:
+    """`evaluate`'s figures in one line: the `ranking`'s, unless the kind says."""
+    return "dev " + ", ".join(f"{name.removeprefix('dev_').replace('_', ' ')} "
+                              f"{figures[name]:.4f}" for name in cls.ranking)
+
+  @staticmethod
+  def portable_outputs(logits: tf.Tensor) -> dict:
+    """The LiteRT/ONNX model's outputs, float32, from the head's logits: `portable_shapes`;
+    the logits and their softmax, unless the kind says."""
+    return softmax_outputs(logits)
+
+  @staticmethod
   def portable_logits(outputs: dict) -> np.ndarray:
     """The head's logits from a converted model's `portable_outputs` (numpy)."""
+    return outputs["logits"]
 
   @staticmethod
-  @abc.abstractmethod
   def portable_task(task) -> dict:
-    """portable.json's entries of `task` (a `TaskRecord`): what post-processing needs."""
+    """portable.json's entries of `task` (a `TaskRecord`): what post-processing needs; the
+    labels (in the order of the logits) and whether an example is a pair (how to tokenize
+    it), unless the kind says."""
+    return {"labels": task.labels, "pair": task.pair}
 
   @staticmethod
   def one_example(inputs: dict) -> dict:

@@ -4,7 +4,7 @@ choice. A helper below the kinds: it imports none of them."""
 
 import numpy as np
 
-from bert_tf.export.verification import EXAMPLES
+from bert_tf.serving.verification import EXAMPLES
 
 # Every non-empty text of EXAMPLES, for a signature that takes one text.
 TEXTS = [text for pair in EXAMPLES for text in pair if text]

@@ -1,7 +1,8 @@
-"""The registry of task kinds: each kind's package imported, its `KIND` (a `base.TaskKind`
-subclass) under its name, in `bert_tf/task_kinds.py`'s order; `kind(name)` is the kind of a
-name, checked to have every part of `TaskKind`. Kinds are imported here, not looked up by
-name, so that the import graph (and tests/test_architecture.py) sees every tie."""
+"""The registry of task kinds: each kind's package imported, its `KIND` (its registry entry: a
+subclass of the protocol, `base.TaskKind`) under its name, in `bert_tf/task_kinds.py`'s order;
+`kind_named(name)` is the entry of a name, checked to have every part of `TaskKind`. Kinds are
+imported here, not looked up by name, so that the import graph (and tests/test_architecture.py)
+sees every tie."""
 
 from bert_tf.errors import UserError
 from bert_tf.finetune.kinds import answer, choose, classify, regress, tag
@@ -11,7 +12,7 @@ from bert_tf.task_kinds import NAMES
 KINDS = {module.KIND.name: module.KIND for module in (classify, regress, tag, answer, choose)}
 
 
-def kind(name: str) -> type:
+def kind_named(name: str) -> type:
   """The `TaskKind` subclass of the kind `name`; a one-line UserError for none, a TypeError
   for a kind that leaves out a part of the protocol."""
   if name not in KINDS:
@@ -26,4 +27,4 @@ def kind(name: str) -> type:
 
 def all_kinds() -> dict[str, type]:
   """{name: kind} of every kind, in `NAMES`'s order."""
-  return {name: kind(name) for name in NAMES}
+  return {name: kind_named(name) for name in NAMES}

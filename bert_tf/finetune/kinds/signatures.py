@@ -7,7 +7,7 @@ import os
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.export.savedmodel import serving_function
+from bert_tf.serving.savedmodel import serving_function
 
 
 def checked_batch(**texts) -> list[tf.Tensor]:

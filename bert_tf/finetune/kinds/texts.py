@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import EXAMPLES, model_inputs, pair_ids, text_ids
 from bert_tf.finetune import data
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.glue import reading as glue_reading
@@ -19,6 +18,7 @@ from bert_tf.finetune.glue import tasks as glue_tasks
 from bert_tf.finetune.kinds.base import TaskKind
 from bert_tf.finetune.kinds.references import TEXTS
 from bert_tf.finetune.kinds.signatures import signature
+from bert_tf.serving.verification import EXAMPLES, model_inputs, pair_ids, text_ids
 
 
 def text_examples(config: FinetuneConfig, given: str, path: str) -> data.Examples:
@@ -75,12 +75,6 @@ class TextTask(TaskKind):
   def glue_summary(figures: dict) -> str:
     score = figures.get(f"dev_{glue_tasks.SCORE}")
     return "" if score is None else f"; GLUE score {score:.4f}"
-
-  @staticmethod
-  def portable_task(task) -> dict:
-    """The labels (classify's classes, in the order of its logits; regress's none) and
-    whether an example is a pair: how to tokenize it."""
-    return {"labels": task.labels, "pair": task.pair}
 
   @classmethod
   def for_keras(cls, model: keras.Model, vocabulary, *, lower_case: bool,

@@ -26,7 +26,7 @@ from bert_tf.data import builtin_tasks
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.finetune.finetune_settings import FinetuneConfig
 from bert_tf.finetune.kinds.base import TaskKind
-from bert_tf.finetune.kinds.registry import kind
+from bert_tf.finetune.kinds.registry import kind_named
 from bert_tf.finetune.kinds.tag import tagging
 from bert_tf.finetune.model import Pretrained, compile_task_model
 from bert_tf.finetune.task_files import read_text
@@ -66,7 +66,7 @@ def finetune_config(config) -> FinetuneConfig:
   short (at the kind's `probe_seq_length`, or --seq_length if shorter; question answering's
   windows with a third for the question, the next window starting half a window on)."""
   name = probe_kind(config)
-  seq_length = min(kind(name).probe_seq_length, config.seq_length)
+  seq_length = min(kind_named(name).probe_seq_length, config.seq_length)
   query_length = seq_length // 3
   return FinetuneConfig(
       task=name, train_file=config.probe_train_file, dev_file=config.probe_dev_file,

@@ -10,13 +10,15 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.verification import EXAMPLES, Results
-from bert_tf.finetune import batches, heads, losses, metrics
+from bert_tf.finetune import batches
 from bert_tf.finetune.kinds.answer import squad, squad_answers
+from bert_tf.finetune.kinds.answer.head import span_loss, span_model
+from bert_tf.finetune.kinds.answer.metrics import squad_scores
 from bert_tf.finetune.kinds.answer.served_answers import AnswerFinder
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, without_pooler_training
 from bert_tf.finetune.kinds.signatures import checked_batch, signature
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.verification import EXAMPLES, Results
 
 # The export check's question to each example's two texts as one context (the long one needs
 # several windows).
@@ -142,12 +144,12 @@ class Answer(TaskKind):
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    return heads.span_model(without_pooler_training(encoder),
-                            initializer_range=initializer_range)
+    return span_model(without_pooler_training(encoder),
+                      initializer_range=initializer_range)
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return losses.span_loss()
+    return span_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, squad_answers.Answers]:
     logits = model.predict(self.dev_features.features, batch_size=DEV_BATCH, verbose=0)
@@ -155,7 +157,7 @@ class Answer(TaskKind):
         self.dev, self.dev_features, logits, allow_no_answer=self.version_2_with_negative,
         n_best=self.config.n_best_size, max_answer_length=self.config.max_answer_length,
         null_score_diff_threshold=self.config.null_score_diff_threshold)
-    scores = metrics.squad_scores(self.dev.gold_answers(), answers.predictions)
+    scores = squad_scores(self.dev.gold_answers(), answers.predictions)
     return {"dev_" + name: value for name, value in scores.items()
             if not name.endswith("total")}, answers
 

@@ -11,19 +11,15 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.numpy_bert import softmax
-from bert_tf.export.verification import EXAMPLES, Results, pair_ids, text_ids
-from bert_tf.finetune import data, heads, losses, metrics
-from bert_tf.finetune.kinds.base import (
-  DEV_BATCH,
-  Serving,
-  TaskKind,
-  predicted_classes,
-  softmax_outputs,
-)
+from bert_tf.finetune import data
+from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, predicted_classes
 from bert_tf.finetune.kinds.choose import choice
 from bert_tf.finetune.kinds.choose.choice import ChoiceEncoder
+from bert_tf.finetune.kinds.choose.head import choice_model
+from bert_tf.finetune.metrics import accuracy
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.numpy_bert import softmax
+from bert_tf.serving.verification import EXAMPLES, Results, pair_ids, text_ids
 
 # The export check's endings for each example's first text as the context: the example's
 # second text (the long one cut to fit), two others, and none (an absent ending) for the first.
@@ -128,19 +124,11 @@ class Choose(TaskKind):
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    return heads.choice_model(encoder, initializer_range=initializer_range)
-
-  @staticmethod
-  def loss() -> keras.losses.Loss:
-    return losses.classification_loss()  # the right ending's number against the endings' logits
+    return choice_model(encoder, initializer_range=initializer_range)
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     labels, predictions = predicted_classes(model, self.dev_batches)
-    return {"dev_accuracy": metrics.accuracy(labels, predictions)}, None
-
-  @staticmethod
-  def summary(figures: dict) -> str:
-    return f"dev accuracy {figures['dev_accuracy']:.4f}"
+    return {"dev_accuracy": accuracy(labels, predictions)}, None
 
   def noted(self) -> dict:
     return {"endings": self.num_endings}
@@ -158,18 +146,6 @@ class Choose(TaskKind):
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForMultipleChoice", "classifier", pooler=True, config={})
-
-  portable_outputs = staticmethod(softmax_outputs)
-
-  @staticmethod
-  def portable_logits(outputs: dict) -> np.ndarray:
-    return outputs["logits"]
-
-  @staticmethod
-  def portable_task(task) -> dict:
-    """No labels (the right ending's number is the label); an example is a context paired with
-    each ending."""
-    return {"labels": task.labels, "pair": task.pair}
 
   @staticmethod
   def one_example(inputs: dict) -> dict:

@@ -11,17 +11,18 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import files
-from bert_tf.export.numpy_bert import softmax
-from bert_tf.export.verification import Results
-from bert_tf.finetune import data, losses, metrics
+from bert_tf.finetune import data
 from bert_tf.finetune.data import TextEncoder
-from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes, softmax_outputs
+from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, predicted_classes
+from bert_tf.finetune.kinds.classify.metrics import macro_f1
 from bert_tf.finetune.kinds.references import chosen_score
 from bert_tf.finetune.kinds.signatures import checked_batch, save
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
-from bert_tf.finetune.model import classifier_model
+from bert_tf.finetune.metrics import accuracy
 from bert_tf.finetune.output_dir import CLASSES_FILE
 from bert_tf.interop.huggingface import TaskHead, label_names
+from bert_tf.serving.numpy_bert import softmax
+from bert_tf.serving.verification import Results
 
 
 class ClassifierModule(tf.Module):
@@ -74,8 +75,6 @@ class Classify(TextTask):
   ranking = ("dev_accuracy", "dev_macro_f1")
   probe_figure = "accuracy"
   signature = "classify"
-  labelled = True
-  portable_shapes = {"logits": ["batch", "labels"], "probabilities": ["batch", "labels"]}
 
   def read(self) -> None:
     super().read()
@@ -92,20 +91,12 @@ class Classify(TextTask):
   def train_batches(self, batch_size: int, order: np.ndarray) -> tf.data.Dataset:
     return self._dataset(self.train, batch_size=batch_size, order=order)
 
-  @staticmethod
-  def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    return classifier_model(encoder, num_labels, initializer_range=initializer_range)
-
-  @staticmethod
-  def loss() -> keras.losses.Loss:
-    return losses.classification_loss()
-
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     classes = {name: predicted_classes(model, batches)
                for name, batches in self.dev_batches.items()}
     labels, predictions = next(iter(classes.values()))
-    return {"dev_accuracy": metrics.accuracy(labels, predictions),
-            "dev_macro_f1": metrics.macro_f1(labels, predictions),
+    return {"dev_accuracy": accuracy(labels, predictions),
+            "dev_macro_f1": macro_f1(labels, predictions),
             **self.glue_figures({name: [self.labels[i] for i in predicted]
                                  for name, (_, predicted) in classes.items()})}, None
 
@@ -134,12 +125,6 @@ class Classify(TextTask):
   def huggingface_head(cls, task) -> TaskHead:
     return TaskHead("BertForSequenceClassification", "classifier", pooler=True, config={
         **label_names(task.labels), "problem_type": "single_label_classification"})
-
-  portable_outputs = staticmethod(softmax_outputs)
-
-  @staticmethod
-  def portable_logits(outputs: dict) -> np.ndarray:
-    return outputs["logits"]
 
 
 KIND = Classify

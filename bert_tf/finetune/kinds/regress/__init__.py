@@ -8,14 +8,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.export.verification import Results
-from bert_tf.finetune import data, heads, losses, metrics
+from bert_tf.finetune import data
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving
 from bert_tf.finetune.kinds.regress import regression
+from bert_tf.finetune.kinds.regress.head import regression_loss, regression_model
 from bert_tf.finetune.kinds.signatures import checked_batch
 from bert_tf.finetune.kinds.texts import TextReference, TextTask, text_signature
+from bert_tf.finetune.metrics import pearson, spearman
 from bert_tf.interop.huggingface import TaskHead
+from bert_tf.serving.verification import Results
 
 
 class RegressorModule(tf.Module):
@@ -63,17 +65,17 @@ class Regress(TextTask):
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    return heads.regression_model(encoder, initializer_range=initializer_range)
+    return regression_model(encoder, initializer_range=initializer_range)
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return losses.regression_loss()
+    return regression_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     scores = np.concatenate([model(features, training=False).numpy()[:, 0]
                              for features, _ in self.dev_batches])
-    return {"dev_pearson": metrics.pearson(self.dev_targets, scores),
-            "dev_spearman": metrics.spearman(self.dev_targets, scores),
+    return {"dev_pearson": pearson(self.dev_targets, scores),
+            "dev_spearman": spearman(self.dev_targets, scores),
             "dev_mse": float(np.mean((scores - self.dev_targets) ** 2)),
             **self.glue_figures({"": scores})}, None
 

@@ -11,14 +11,16 @@ import tensorflow as tf
 
 from bert_tf.data.token_offsets import tokenize_with_offsets
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.verification import Results
-from bert_tf.finetune import batches, heads, losses, metrics
+from bert_tf.finetune import batches
 from bert_tf.finetune.kinds.base import DEV_BATCH, Serving, TaskKind, without_pooler_training
 from bert_tf.finetune.kinds.references import TEXTS, chosen_score
 from bert_tf.finetune.kinds.signatures import checked_batch, signature
 from bert_tf.finetune.kinds.tag import tagging
+from bert_tf.finetune.kinds.tag.head import tagging_loss, tagging_model
+from bert_tf.finetune.kinds.tag.metrics import entity_scores
 from bert_tf.finetune.kinds.tag.served_tags import WordTagger
 from bert_tf.interop.huggingface import TaskHead, label_names
+from bert_tf.serving.verification import Results
 
 log = logging.getLogger("bert_tf")
 
@@ -79,7 +81,6 @@ class Tag(TaskKind):
   ranking = ("dev_entity_f1", "dev_token_accuracy")
   probe_figure = "entity_f1"
   signature = "tag"
-  labelled = True
   portable_shapes = {"logits": ["batch", "seq_length", "labels"]}
 
   def read(self) -> None:
@@ -104,18 +105,18 @@ class Tag(TaskKind):
 
   @staticmethod
   def head(encoder: keras.Model, num_labels: int, initializer_range: float) -> keras.Model:
-    return heads.tagging_model(without_pooler_training(encoder), num_labels,
-                               initializer_range=initializer_range)
+    return tagging_model(without_pooler_training(encoder), num_labels,
+                         initializer_range=initializer_range)
 
   @staticmethod
   def loss() -> keras.losses.Loss:
-    return losses.tagging_loss()
+    return tagging_loss()
 
   def evaluate(self, model: keras.Model) -> tuple[dict, None]:
     logits = model.predict(self.dev_features.features, batch_size=DEV_BATCH, verbose=0)
     predicted = tagging.word_tags(np.argmax(logits, axis=-1), self.dev_features.first_pieces,
                                   self.labels)
-    scores = metrics.entity_scores(self.dev.tags, predicted)
+    scores = entity_scores(self.dev.tags, predicted)
     return {"dev_entity_f1": scores["f1"], "dev_entity_precision": scores["precision"],
             "dev_entity_recall": scores["recall"],
             "dev_token_accuracy": float(scores["token_accuracy"]),
@@ -146,15 +147,6 @@ class Tag(TaskKind):
   @staticmethod
   def portable_outputs(logits: tf.Tensor) -> dict:
     return {"logits": tf.cast(logits, tf.float32)}
-
-  @staticmethod
-  def portable_logits(outputs: dict) -> np.ndarray:
-    return outputs["logits"]
-
-  @staticmethod
-  def portable_task(task) -> dict:
-    """The tags, in the order of the logits (a word's tag is its first piece's)."""
-    return {"labels": task.labels, "pair": task.pair}
 
 
 KIND = Tag

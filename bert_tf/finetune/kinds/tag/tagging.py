@@ -1,6 +1,6 @@
 """Token tagging data: CoNLL-style files read and checked, the tag list, sentences as the
 encoder's features with one label per word, and the way back from per-WordPiece predictions
-to one tag per word (for the entity scores of `metrics.entity_scores`).
+to one tag per word (for the entity scores of `metrics.entity_scores` of this folder).
 
 The files: one word and its tag a line, the tag in the last column, the columns separated by
 tabs (then a column may hold spaces) or by spaces, so CoNLL-2003's four columns read as they
@@ -10,8 +10,8 @@ trains.
 
 The features: each word is tokenized on its own by the pre-training tokenizer (so a word is
 never merged with its neighbour, and "U.S." may become several pieces) and labelled on its
-first WordPiece; its other pieces, `[CLS]`, `[SEP]` and the padding carry `losses.IGNORED_LABEL`,
-which the tagging loss skips (`losses.tagging_loss`), as transformers' -100. A sentence longer
+first WordPiece; its other pieces, `[CLS]`, `[SEP]` and the padding carry `head.IGNORED_LABEL`,
+which the tagging loss skips (`head.tagging_loss`), as transformers' -100. A sentence longer
 than the sequence is cut: a word whose first piece is past the sequence's end has no label in
 the features and is predicted `O`, as is a word the tokenizer makes nothing of (only control or
 format characters).
@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.finetune.losses import IGNORED_LABEL
+from bert_tf.finetune.kinds.tag.head import IGNORED_LABEL
 from bert_tf.finetune.task_files import read_text
 
 OUTSIDE = "O"

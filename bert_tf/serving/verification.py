@@ -25,8 +25,8 @@ from bert_tf import files
 from bert_tf.data.pairing import trimmed_lengths
 from bert_tf.data.tokenization import BertTokenizer, Vocabulary
 from bert_tf.errors import UserError
-from bert_tf.export.numpy_bert import NumpyBert, softmax
 from bert_tf.interop import huggingface
+from bert_tf.serving.numpy_bert import NumpyBert, softmax
 
 log = logging.getLogger("bert_tf")
 

@@ -7,11 +7,11 @@ import os
 import keras
 
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.export.portable import ENCODER_SHAPES, PortableModel, encoder_outputs
 from bert_tf.interop.source import RunDirectory
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import pretraining_model
 from bert_tf.model_dir import WEIGHTS_FILE
+from bert_tf.serving.portable import ENCODER_SHAPES, PortableModel, encoder_outputs
 
 
 @dataclasses.dataclass
