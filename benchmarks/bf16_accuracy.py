@@ -135,7 +135,7 @@ def main() -> None:
   parser.add_argument("--work_dir", default="runs/bf16_accuracy")
   parser.add_argument("--seeds", default="1,2,3,4,5")
   parser.add_argument("--steps", default="300,600", help="from initialisation; empty: none")
-  parser.add_argument("--shared_steps", type=int, default=300, help="0: no going on")
+  parser.add_argument("--shared_steps", type=int, default=200, help="0: no going on")
   parser.add_argument("--own_steps", type=int, default=100)
   args = parser.parse_args()
   seeds = [int(seed) for seed in args.seeds.split(",")]
