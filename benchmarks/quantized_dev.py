@@ -119,7 +119,8 @@ def main() -> None:
     rows = []
     for kind in kinds:
       rows.append(measure(args, kind, work_dir))
-  os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # the import below loads TensorFlow: no start-up lines
+  from bert_tf import console
+  console.start([])  # TensorFlow, which the next import loads, without its start-up lines
   from bert_tf.runtime.precision import cpu_features
   print(f"CPU: {cpu_features()}; load average {load:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end; {time.time() - started:.0f} s")
