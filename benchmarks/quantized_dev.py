@@ -116,9 +116,7 @@ def main() -> None:
   with tempfile.TemporaryDirectory(prefix="quantized_dev_") as temporary:
     work_dir = args.work_dir or temporary
     started, load = time.time(), os.getloadavg()[0]
-    rows = []
-    for kind in kinds:
-      rows.append(measure(args, kind, work_dir))
+    rows = [measure(args, kind, work_dir) for kind in kinds]
   from bert_tf import console
   console.start([])  # TensorFlow, which the next import loads, without its start-up lines
   from bert_tf.runtime.precision import cpu_features
