@@ -480,3 +480,26 @@ def published_model(vocab_file: str, write_tf1_checkpoint, google_dir: str, hf_d
   shutil.copy(vocab_file, os.path.join(google_dir, "vocab.txt"))
   export_huggingface(model, shape, vocabulary, hf_dir, lower_case=True)
   return shape
+
+
+# A small Keras model and its `Checkpointer` (3 kept), for the tests of checkpointing and of a
+# restore in a fresh process.
+def make_checkpointer(directory, seed=0):
+  import keras
+
+  from bert_tf.data.data_position import DataPosition
+  from bert_tf.runtime import checkpointing
+  keras.utils.set_random_seed(seed)
+  model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+  model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
+  model.optimizer.build(model.trainable_variables)
+  return checkpointing.Checkpointer(directory, model, model.optimizer, keep=3,
+                                    data_position=DataPosition(1).last_consumed)
+
+
+def train_and_save(checkpointer, steps):
+  """`steps` training steps of the checkpointer's model, each saved."""
+  x, y = np.ones((8, 4), "float32"), np.ones((8, 1), "float32")
+  for _ in range(steps):
+    checkpointer.model.train_on_batch(x, y)
+    checkpointer.save()

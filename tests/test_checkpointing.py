@@ -15,28 +15,7 @@ from bert_tf.data.data_position import DataPosition
 from bert_tf.errors import UserError
 from bert_tf.runtime import checkpointing, stopping
 from bert_tf.training import fitting
-from helpers import run
-
-
-def make_model(seed=0):
-  keras.utils.set_random_seed(seed)
-  model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8), keras.layers.Dense(1)])
-  model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
-  model.optimizer.build(model.trainable_variables)
-  return model
-
-
-def make_checkpointer(directory, seed=0):
-  model = make_model(seed)
-  return checkpointing.Checkpointer(directory, model, model.optimizer, keep=3,
-                                    data_position=DataPosition(1).last_consumed)
-
-
-def train_and_save(checkpointer, steps):
-  x, y = np.ones((8, 4), "float32"), np.ones((8, 1), "float32")
-  for _ in range(steps):
-    checkpointer.model.train_on_batch(x, y)
-    checkpointer.save()
+from helpers import make_checkpointer, run, train_and_save
 
 
 def test_an_unreadable_latest_checkpoint_is_passed_over(tmp_path, caplog):
@@ -198,7 +177,7 @@ COMMON_STEP = r"""
 import sys
 import tensorflow as tf
 strategy = tf.distribute.MultiWorkerMirroredStrategy()  # one worker: no TF_CONFIG
-from test_checkpointing import make_checkpointer, train_and_save
+from helpers import make_checkpointer, train_and_save
 train_and_save(make_checkpointer(sys.argv[1]), 2)
 print(make_checkpointer(sys.argv[1]).restore(strategy))
 """
