@@ -10,14 +10,14 @@ What a new kind must write, as class attributes:
 - `ranking`: the dev figures (metrics.json's names) that order epochs, the first deciding;
 - `probe_figure`: the figure pre-training's probe reports, `dev_<probe_figure>` of `evaluate`;
 - `signature`: the name of its serving SavedModel's signature;
+- `reference`: the export's check (`finetune/verification.py`), a class made from (model,
+  task, vocabulary): the inputs its signature is run on (`.inputs`) and `.compared(outputs,
+  name)`, the (expected, got) results of the Keras model and of the loaded export;
 
 without its files (from a fine-tuned model and its `TaskRecord`):
 
 - `serving(model, task, vocabulary)`: the `Serving` the export saves: a `tf.Module` holding
   the model and its tokenizer, the signature's function, its assets;
-- `reference(model, task, vocabulary)`: the export's check (`finetune/verification.py`): the
-  inputs its signature is run on (`.inputs`) and `.compared(outputs, name)`, the (expected,
-  got) results of the Keras model and of the loaded export;
 - `huggingface_head(task)`: the transformers class, head layer and config entries its Hugging
   Face export has (`interop.huggingface.TaskHead`);
 
@@ -74,7 +74,7 @@ from bert_tf.finetune.model import classifier_model
 
 DEV_BATCH = 64
 # The attributes every kind must set (None in `TaskKind`), beside its abstract methods.
-ATTRIBUTES = ("name", "ranking", "probe_figure", "signature")
+ATTRIBUTES = ("name", "ranking", "probe_figure", "signature", "reference")
 
 
 @dataclasses.dataclass
@@ -95,6 +95,7 @@ class TaskKind(abc.ABC):
   ranking: tuple[str, ...] = None
   probe_figure: str = None
   signature: str = None
+  reference: type = None  # the export's check (`references.py`'s classes)
   labels: list[str] = []
   pair = False
   labelled = True
@@ -120,11 +121,6 @@ class TaskKind(abc.ABC):
   @abc.abstractmethod
   def serving(cls, model: keras.Model, task, vocabulary) -> Serving:
     """The SavedModel of `model` for `task` (a `TaskRecord`), on raw text."""
-
-  @classmethod
-  @abc.abstractmethod
-  def reference(cls, model: keras.Model, task, vocabulary):
-    """The export's check: `.inputs` for the signature and `.compared(outputs, name)`."""
 
   @classmethod
   @abc.abstractmethod

@@ -111,6 +111,7 @@ class Answer(TaskKind):
   ranking = ("dev_f1", "dev_exact_match")
   probe_figure = "f1"
   signature = "answer"
+  reference = AnswerReference
   labelled = False
   probe_seq_length = 128  # a question and its context's window, together
   # The span head's logits, -10000 where an answer can neither start nor end.
@@ -185,10 +186,6 @@ class Answer(TaskKind):
     function = signature(lambda **texts: module.outputs(*checked_batch(**texts)), "question",
                          "context")
     return Serving(module, function, {})
-
-  @classmethod
-  def reference(cls, model: keras.Model, task, vocabulary) -> AnswerReference:
-    return AnswerReference(model, task, vocabulary)
 
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:

@@ -99,6 +99,7 @@ class Choose(TaskKind):
   ranking = ("dev_accuracy",)
   probe_figure = "accuracy"
   signature = "choose"
+  reference = ChooseReference
   labelled = False
   pair = True  # a context and each ending
   # LiteRT and ONNX: ids [batch, endings, seq_length] in (an absent ending all padding), the
@@ -138,10 +139,6 @@ class Choose(TaskKind):
     module = ChooserModule(model, choice_encoder(vocabulary, lower_case=task.lower_case,
                                                  seq_length=task.seq_length, pad_to_longest=True))
     return Serving(module, module.choose, {})
-
-  @classmethod
-  def reference(cls, model: keras.Model, task, vocabulary) -> ChooseReference:
-    return ChooseReference(model, task, vocabulary)
 
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:

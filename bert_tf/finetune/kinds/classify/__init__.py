@@ -75,6 +75,7 @@ class Classify(TextTask):
   ranking = ("dev_accuracy", "dev_macro_f1")
   probe_figure = "accuracy"
   signature = "classify"
+  reference = ClassifyReference
 
   def read(self) -> None:
     super().read()
@@ -116,10 +117,6 @@ class Classify(TextTask):
     encoder = data.text_encoder(vocabulary, lower_case=task.lower_case,
                                 seq_length=task.seq_length, pad_to_longest=True)
     return classifier_serving(model, encoder, task.labels, pair=task.pair)
-
-  @classmethod
-  def reference(cls, model: keras.Model, task, vocabulary) -> ClassifyReference:
-    return ClassifyReference(model, task, vocabulary)
 
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:

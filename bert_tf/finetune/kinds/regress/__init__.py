@@ -47,6 +47,7 @@ class Regress(TextTask):
   ranking = ("dev_pearson", "dev_spearman")
   probe_figure = "pearson"
   signature = "score"
+  reference = RegressReference
   labelled = False
   portable_shapes = {"score": ["batch"]}
 
@@ -94,10 +95,6 @@ class Regress(TextTask):
   @staticmethod
   def predictions(outputs: dict) -> list:
     return [float(v) for v in np.reshape(outputs["score"].numpy(), [-1])]
-
-  @classmethod
-  def reference(cls, model: keras.Model, task, vocabulary) -> RegressReference:
-    return RegressReference(model, task, vocabulary)
 
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:

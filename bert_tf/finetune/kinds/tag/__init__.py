@@ -81,6 +81,7 @@ class Tag(TaskKind):
   ranking = ("dev_entity_f1", "dev_token_accuracy")
   probe_figure = "entity_f1"
   signature = "tag"
+  reference = TagReference
   portable_shapes = {"logits": ["batch", "seq_length", "labels"]}
 
   def read(self) -> None:
@@ -134,10 +135,6 @@ class Tag(TaskKind):
     module = WordTagger(model, vocabulary, task)
     function = signature(lambda **text: module.outputs(*checked_batch(**text)), "text")
     return Serving(module, function, {"tags.txt": task.labels})
-
-  @classmethod
-  def reference(cls, model: keras.Model, task, vocabulary) -> TagReference:
-    return TagReference(model, task, vocabulary)
 
   @classmethod
   def huggingface_head(cls, task) -> TaskHead:
