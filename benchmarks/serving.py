@@ -2,8 +2,9 @@
 what LiteRT converts) and the LiteRT and ONNX exports, float32 and int8 (`python -m
 bert_tf.export --format=litert|onnx --quantize=none|int8`): the latency of a call by the
 input's length (16, 64, 128 tokens) and batch (1, 32), with one thread and with each runtime's
-default, beside the CPU's features; the model file's size and, of a fine-tuned classifier, the
-dev accuracy on the built-in task (the SavedModel on raw text too).
+default, beside the CPU's features and its own product rates at one thread (`ceiling`: what
+int8 can reach against float32 on this CPU); the model file's size and, of a fine-tuned
+classifier, the dev accuracy on the built-in task (the SavedModel on raw text too).
 
     python -m bert_tf.finetune --model_dir=runs/quickstart --task=classify \\
         --train_file=builtin --dev_file=builtin --learning_rate=1e-3 \\
@@ -40,6 +41,9 @@ BATCHES = (1, 32)
 # AVX-512), int8 (VNNI: AVX-512's or AVX's; AMX), bfloat16.
 CPU_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8",
                 "amx_bf16")
+# BERT-base's feed-forward product at 128 tokens, [tokens, hidden] by [hidden, intermediate]:
+# the shape of most of the model's multiply-adds, timed alone by `ceiling`.
+CEILING_SHAPE = (128, 768, 3072)
 
 
 def parse_args() -> argparse.Namespace:
@@ -58,10 +62,11 @@ def parse_args() -> argparse.Namespace:
   parser.add_argument("--threads", default="1,0",
                       help="Threads of every runtime, TensorFlow's too (0: each one's default).")
   parser.add_argument("--timing", help=argparse.SUPPRESS)  # the child's plan: see `timing`
+  parser.add_argument("--ceiling", action="store_true", help=argparse.SUPPRESS)  # the child
   parsed = parser.parse_args()
   if parsed.quick:
     parsed.config, parsed.runs, parsed.batches = parsed.config or "bert_tiny", 5, 1
-  if not parsed.timing and not (parsed.output_dir or parsed.config):
+  if not (parsed.timing or parsed.ceiling) and not (parsed.output_dir or parsed.config):
     parser.error("give --output_dir, --config or --quick")
   return parsed
 
@@ -79,6 +84,64 @@ def cpu_features() -> str:
                     if line.startswith("flags")), []))
   said = ", ".join(f"{name} {'yes' if name in flags else 'no'}" for name in CPU_FEATURES)
   return f"{model}, {os.cpu_count()} CPUs seen; {said}"
+
+
+def ceiling() -> dict[str, float]:
+  """The child: the CPU's own rates at one thread on `CEILING_SHAPE`, in billions of
+  multiply-adds a second (CPU time, the median of 30 calls of each in turn): TensorFlow's
+  float32 matmul (the SavedModel's products), ONNX Runtime's float32 `MatMul` and its int8
+  `MatMulInteger` on u8 inputs and s8 weights (the int8 export's products; VNNI's kernel where
+  the CPU has it). Their ratio is what an int8 export can gain at most on this CPU."""
+  import onnxruntime
+  import tensorflow as tf
+  from onnx import TensorProto, helper, numpy_helper
+
+  tf.config.threading.set_intra_op_parallelism_threads(1)
+  tf.config.threading.set_inter_op_parallelism_threads(1)
+  tokens, hidden, inner = CEILING_SHAPE
+  rng = np.random.default_rng(0)
+  x, weight = (rng.standard_normal(shape, np.float32) for shape in
+               ((tokens, hidden), (hidden, inner)))
+  options = onnxruntime.SessionOptions()
+  options.intra_op_num_threads = options.inter_op_num_threads = 1
+
+  def onnx_product(op: str, x_type: int, y_type: int, weight: np.ndarray):
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x", "w"], ["y"])], "ceiling",
+        [helper.make_tensor_value_info("x", x_type, [tokens, hidden])],
+        [helper.make_tensor_value_info("y", y_type, [tokens, inner])],
+        [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                        providers=["CPUExecutionProvider"])
+
+  onnx_float = onnx_product("MatMul", TensorProto.FLOAT, TensorProto.FLOAT, weight)
+  onnx_int8 = onnx_product("MatMulInteger", TensorProto.UINT8, TensorProto.INT32,
+                           rng.integers(-64, 64, (hidden, inner), np.int8))
+  x8 = rng.integers(0, 256, (tokens, hidden), np.uint8)
+  tf_x, tf_weight = tf.constant(x), tf.constant(weight)
+  tf_product = tf.function(lambda: tf.matmul(tf_x, tf_weight))
+  calls = {"tensorflow float32": lambda: tf_product().numpy(),
+           "onnxruntime float32": lambda: onnx_float.run(None, {"x": x}),
+           "onnxruntime int8": lambda: onnx_int8.run(None, {"x": x8})}
+  times = {name: [] for name in calls}
+  for round_number in range(31):  # the first round warms
+    for name, call in calls.items():
+      start = time.process_time()
+      call()
+      if round_number:
+        times[name].append(time.process_time() - start)
+  return {name: tokens * hidden * inner / float(np.median(t)) / 1e9 for name, t in times.items()}
+
+
+def ceiling_line(rates: dict[str, float]) -> str:
+  """`ceiling`'s rates as one line."""
+  tokens, hidden, inner = CEILING_SHAPE
+  return (f"one thread, {tokens} x {hidden} by {hidden} x {inner}: TensorFlow float32 "
+          f"{rates['tensorflow float32']:.0f}, ONNX Runtime float32 "
+          f"{rates['onnxruntime float32']:.0f}, ONNX Runtime int8 (u8 x s8) "
+          f"{rates['onnxruntime int8']:.0f} billion multiply-adds a second: int8 "
+          f"{rates['onnxruntime int8'] / rates['tensorflow float32']:.2f}x TensorFlow's float32")
 
 
 def random_classifier(preset: str, vocab_file: str, data_dir: str, seq_length: int,
@@ -224,6 +287,8 @@ def main() -> None:
               for length, batch, _ in cells}}
   with open(f"{scratch}/plan.json", "w") as f:
     json.dump(plan, f)
+  rates = json.loads(subprocess.run([sys.executable, __file__, "--ceiling"], check=True,
+                                    capture_output=True, text=True).stdout.splitlines()[-1])
   timed, loads = {}, {}
   for threads in [int(x) for x in args.threads.split(",")]:
     loads[threads] = os.getloadavg()[0]
@@ -235,6 +300,7 @@ def main() -> None:
   shape = (f"fine-tuned classifier {output_dir}" if args.output_dir
            else f"{args.config}'s shape, random weights")
   print(f"\n{shape}; exported at {max(lengths)} tokens\nCPU: {cpu_features()}\n"
+        f"CPU's products: {ceiling_line(rates)}\n"
         f"{args.runs} batch-1 and {args.batches} batch-32 calls timed a cell, the forms in "
         f"turn; load average {', '.join(f'{v:.1f}' for v in loads.values())} as each "
         f"threads setting started\n")
@@ -275,6 +341,8 @@ if __name__ == "__main__":
   args = parse_args()
   if args.timing:
     timing(args.timing, int(args.threads))
+  elif args.ceiling:
+    print(json.dumps(ceiling()))
   else:
     try:
       main()
