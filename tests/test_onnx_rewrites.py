@@ -2,9 +2,11 @@
 `onnx_norms.py`, `onnx_attention.py` in bert_tf/export/formats), on a two-layer classifier
 whose every weight, biases too, is random (an initialised model's zero biases would leave the
 projections' bias adds out of the graph): each attention one `Attention` (`QAttention` once
-quantized), no tensordot reshapes left, no `Add` that ONNX Runtime would fuse with a layer norm
-into its slower `SkipLayerNormalization`; the float model's outputs the Keras model's, a padded
-row too; and the int8 export's output without onnxruntime's advice to pre-process."""
+quantized), with dropout and without (Keras computes an attention without dropout another way,
+which tf2onnx writes another way), no tensordot reshapes left, no `Add` that ONNX Runtime would
+fuse with a layer norm into its slower `SkipLayerNormalization`; the float model's outputs the
+Keras model's, a padded row too; and the int8 export's output without onnxruntime's advice to
+pre-process."""
 
 import collections
 import logging
@@ -26,12 +28,13 @@ from helpers import run, write_output_dir
 LAYERS = 2
 
 
-@pytest.fixture(scope="module")
-def classifier_dir(vocab_file, tmp_path_factory):
-  """A fine-tuned classifier's output_dir, two layers, every weight random."""
+def random_classifier(vocab_file: str, directory: str, dropout: float) -> str:
+  """A fine-tuned classifier's output_dir, two layers, every weight random, `dropout` its
+  configuration's (hidden and attention)."""
   vocabulary = Vocabulary(vocab_file)
   config = BertConfig(vocab_size=len(vocabulary), hidden_size=32, num_hidden_layers=LAYERS,
-                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
   keras.utils.set_random_seed(3)
   model = classifier_model(pretraining_model(config).get_layer("bert_encoder"), 3)
   rng = np.random.default_rng(3)
@@ -39,23 +42,40 @@ def classifier_dir(vocab_file, tmp_path_factory):
     weight.assign(rng.normal(0, 0.2, weight.shape).astype(np.float32))
   task = {"task": "classify", "labels": ["a", "b", "c"], "pair": False, "seq_length": 16,
           "lower_case": True}
-  return write_output_dir(str(tmp_path_factory.mktemp("random_classifier")), model, config,
-                          vocabulary, task)
+  return write_output_dir(directory, model, config, vocabulary, task)
 
 
-@pytest.fixture(scope="module")
-def converted(classifier_dir, tmp_path_factory):
+def converted_models(output_dir: str, scratch: str):
   """(the portable model, {quantize: model.onnx's bytes}, what the quantization logged)."""
-  portable = portable_finetuned(load_finetuned(classifier_dir))
+  portable = portable_finetuned(load_finetuned(output_dir))
   records = []
   handler = logging.Handler()
   handler.emit = records.append
   logging.getLogger().addHandler(handler)
   try:
-    models = onnx_models(portable, ["none", "int8"], str(tmp_path_factory.mktemp("scratch")))
+    models = onnx_models(portable, ["none", "int8"], scratch)
   finally:
     logging.getLogger().removeHandler(handler)
   return portable, models, [record.getMessage() for record in records]
+
+
+@pytest.fixture(scope="module")
+def classifier_dir(vocab_file, tmp_path_factory):
+  """With BERT's dropout, 0.1."""
+  return random_classifier(vocab_file, str(tmp_path_factory.mktemp("random_classifier")), 0.1)
+
+
+@pytest.fixture(scope="module")
+def converted(classifier_dir, tmp_path_factory):
+  return converted_models(classifier_dir, str(tmp_path_factory.mktemp("scratch")))
+
+
+@pytest.fixture(scope="module")
+def converted_without_dropout(vocab_file, tmp_path_factory):
+  """A classifier configured without dropout, as the quickstart's: Keras computes its
+  attention with `dot_product_attention`."""
+  directory = random_classifier(vocab_file, str(tmp_path_factory.mktemp("no_dropout")), 0.0)
+  return converted_models(directory, str(tmp_path_factory.mktemp("scratch")))
 
 
 def ops(model_bytes: bytes) -> collections.Counter:
@@ -94,8 +114,9 @@ def ids_with_padding(seq_length: int) -> dict:
   return {"input_ids": ids, "token_type_ids": np.zeros_like(ids), "attention_mask": mask}
 
 
-def test_each_attention_is_one_op_and_int8_makes_it_qattention(converted, tmp_path):
-  _, models, _ = converted
+@pytest.mark.parametrize("which", ["converted", "converted_without_dropout"])
+def test_each_attention_is_one_op_and_int8_makes_it_qattention(which, request, tmp_path):
+  _, models, _ = request.getfixturevalue(which)
   float_ops, int8_ops = ops(models["none"]), ops(models["int8"])
   assert float_ops["Attention"] == LAYERS and not float_ops["Einsum"], float_ops
   assert int8_ops["QAttention"] == LAYERS and not int8_ops["Attention"], int8_ops
@@ -106,8 +127,9 @@ def test_each_attention_is_one_op_and_int8_makes_it_qattention(converted, tmp_pa
     assert not run_ops(model, str(tmp_path / f"{quantize}.onnx"))["SkipLayerNormalization"]
 
 
-def test_the_rewritten_float_model_answers_as_the_keras_model(converted):
-  portable, models, _ = converted
+@pytest.mark.parametrize("which", ["converted", "converted_without_dropout"])
+def test_the_rewritten_float_model_answers_as_the_keras_model(which, request):
+  portable, models, _ = request.getfixturevalue(which)
   inputs = ids_with_padding(16)
   expected = {name: np.asarray(value) for name, value in portable.outputs(
       *(tf.constant(inputs[name]) for name in ("input_ids", "token_type_ids",

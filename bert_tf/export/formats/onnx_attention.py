@@ -12,8 +12,17 @@ as (`m` the keys' mask, `[batch, 1, 1, keys]`, 1 where a key is kept, 0 where it
     probs = Softmax(Transpose[0,1,3,2](k @ q) * m + -1e9 (1 - m)) * m + 0 (1 - m)
     context = Reshape(Transpose[0,2,1,3](probs @ v), [0, 0, -1])
 
+An attention without dropout (a model configured with `attention_probs_dropout_prob=0`, such
+as the quickstart's) Keras computes with its `dot_product_attention` instead, written as (`m`
+the keys' mask, boolean `[batch, 1, 1, keys]`; `LARGE_NEGATIVE` Keras's -0.7 times float32's
+largest):
+
+    s = Einsum[btnh,bsnh->bnts](x @ Wq (+ bq), x @ Wk (+ bk)) * scale   (projections as above)
+    probs = Softmax(where(ones_like(s) & m, s, LARGE_NEGATIVE))
+    context = Reshape(Einsum[bnts,bsnh->btnh](probs, x @ Wv (+ bv)), [0, 0, -1])
+
 `Attention` computes the same `context` from `x`, `[Wq Wk Wv]`, `[bq bk bv]` and the mask as
-`[batch, keys]` ids (a masked key's score gets -1e9, as here, so its weight is 0).
+`[batch, keys]` ids (a masked key's score gets -1e9, so its weight is 0, as in either form).
 """
 
 import numpy as np
@@ -23,6 +32,8 @@ from onnx import helper, numpy_helper
 from bert_tf.export.formats.onnx_graph import GraphIndex, drop_unused
 
 MASKED_SCORE = -1e9  # what Keras's masked softmax adds to a padding key's score
+# What Keras's `dot_product_attention` puts in place of a padding key's score (float32).
+LARGE_NEGATIVE = -0.7 * 3.38953e38
 
 
 def attentions_fused(model: onnx.ModelProto) -> int:
@@ -58,7 +69,22 @@ def attentions_fused(model: onnx.ModelProto) -> int:
 
 def _attention(graph: GraphIndex, softmax):
   """(x, [Wq Wk Wv], [bq bk bv], heads, scale, mask, context's name) of the attention whose
-  softmax is `softmax`, or None."""
+  softmax is `softmax`, in either form Keras writes, or None."""
+  found = _explicit_attention(graph, softmax) or _dot_product_attention(graph, softmax)
+  if found is None:
+    return None
+  projected, scale, mask, context = found
+  projections = [_projection(graph, name) for name in projected]
+  if any(p is None for p in projections) or len(
+      {(p[0], p[1].shape, p[3]) for p in projections}) != 1:
+    return None
+  return (projections[0][0], np.concatenate([p[1] for p in projections], axis=1),
+          np.concatenate([p[2] for p in projections]), projections[0][3], scale, mask, context)
+
+
+def _explicit_attention(graph: GraphIndex, softmax):
+  """((queries', keys', values' projection), scale, mask, context's name) of the first form
+  above (Keras's attention with dropout), or None."""
   masked = graph.made_by(softmax.input[0], "Add")
   kept = masked and _masked_by(graph, masked, MASKED_SCORE)
   if kept is None:
@@ -87,15 +113,52 @@ def _attention(graph: GraphIndex, softmax):
       != [0, 0, -1]):
     return None
   unscaled = scaled.input[0] if factors[1] is not None else scaled.input[1]
-  projections = [_projection(graph, name)
-                 for name in (unscaled, keys.input[0], values.input[0])]
-  if any(p is None for p in projections) or len(
-      {(p[0], p[1].shape, p[3]) for p in projections}) != 1:
-    return None
-  heads = projections[0][3]
-  return (projections[0][0], np.concatenate([p[1] for p in projections], axis=1),
-          np.concatenate([p[2] for p in projections]), heads, float(scale.reshape(())), mask,
+  return ((unscaled, keys.input[0], values.input[0]), float(scale.reshape(())), mask,
           flat.output[0])
+
+
+def _dot_product_attention(graph: GraphIndex, softmax):
+  """((queries', keys', values' projection), scale, mask, context's name) of the second form
+  above (Keras's `dot_product_attention`: an attention without dropout), or None."""
+  masked = graph.made_by(softmax.input[0], "Add")
+  kept = masked and _masked_by(graph, masked, LARGE_NEGATIVE)
+  if kept is None:
+    return None
+  scaled, condition = kept
+  scores = graph.made_by(scaled, "Mul")
+  factors = [n for n in scores.input if n in graph.weights] if scores else []
+  factor = graph.constant(factors[0]) if len(factors) == 1 else None
+  products = factor is not None and graph.made_by(graph.other(scores, factors[0]), "Einsum")
+  cast = graph.made_by(condition, "Cast")
+  both = cast and graph.made_by(cast.input[0], "And")
+  mask = both and _not_ones(graph, both)
+  context = graph.only_consumer(softmax.output[0], "Einsum")
+  flat = context and graph.only_consumer(context.output[0], "Reshape")
+  if (factor is None or factor.size != 1 or _equation(products) != "btnh,bsnh->bnts"
+      or mask is None or _equation(context) != "bnts,bsnh->btnh"
+      or context.input[0] != softmax.output[0] or flat is None
+      or list(graph.constant(flat.input[1]) if flat.input[1] in graph.weights else [])
+      != [0, 0, -1]):
+    return None
+  return ((products.input[0], products.input[1], context.input[1]), float(factor.reshape(())),
+          mask, flat.output[0])
+
+
+def _equation(einsum) -> str | None:
+  """The equation of `einsum` (an Einsum node, or None or False for none), lower case."""
+  if not einsum:
+    return None
+  return next(a.s.decode().lower() for a in einsum.attribute if a.name == "equation")
+
+
+def _not_ones(graph: GraphIndex, both):
+  """The input of `both` (an `And`) other than `ones_like(...)` (an Expand of True), or None."""
+  for ones, other in (both.input, both.input[::-1]):
+    expand = graph.made_by(ones, "Expand")
+    value = expand and graph.constant(expand.input[0])
+    if value is not None and value.dtype == bool and value.all():
+      return other
+  return None
 
 
 def _masked_by(graph: GraphIndex, add, fill: float):
