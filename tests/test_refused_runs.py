@@ -180,6 +180,38 @@ def test_export_refused_writes_nothing(place, model_dir, message):
           message)
 
 
+REPLACED_OUTPUTS = {
+    "the run exported": (dict(model_dir="google", output="google"),
+                         "--output=google would replace --model_dir google with what it writes"),
+    "a folder holding the run": (dict(model_dir="google", output="."),
+                                 "--output=. would replace the current directory"),
+    "the dev file's folder": (
+        dict(model_dir="google", format="onnx", dev_file="hf/dev.tsv", output="hf"),
+        "--output=hf would replace --dev_file hf/dev.tsv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPLACED_OUTPUTS))
+def test_export_refuses_to_replace_what_it_reads(place, case):
+  """--output is replaced whole: one that is, or holds, the model exported (or the working
+  directory) would delete the run the export was made from."""
+  from bert_tf.export.__main__ import export
+  changes, message = REPLACED_OUTPUTS[case]
+  refused(place, export, ExportConfig(**{"format": "hf", **changes}), message)
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(output="."), "--output=. would replace the current directory"),
+    (dict(input_files="google/*.txt", output="google"),
+     "--output=google would replace --input_files google/*.txt with what it writes"),
+    (dict(vocab_file="hf/vocab.txt", output="hf/"), "--output=hf/ would replace --vocab_file"),
+])
+def test_prepare_refuses_to_replace_what_it_reads(place, changes, message):
+  config = PrepareConfig(**{**TINY, "input_files": "corpus.txt", "vocab_file": "vocab.txt",
+                            **changes})
+  refused(place, prepare_records, config, message)
+
+
 @pytest.mark.parametrize("layout", ["google", "hf"])
 def test_the_shape_comes_from_the_model(place, published, vocab_file, layout):
   """No --config: the initial model's own shape, one no preset has; the same shape given as
