@@ -17,7 +17,7 @@ if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-u
 from bert_tf.data import corpus, vocabulary_fit  # noqa: E402
 from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
 from bert_tf.data.tokenization import Vocabulary  # noqa: E402
-from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
+from bert_tf.data.vocabulary_learner import build_vocabulary, learned_tokens  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 
 LEARNED = "learned from the corpus"
@@ -42,11 +42,11 @@ def check_corpus(config: VocabularyConfig) -> None:
 
 
 def build(config: VocabularyConfig) -> None:
-  vocabulary = build_vocabulary(
+  """Learns --vocab_file; the learner says what it read and what it wrote."""
+  build_vocabulary(
       config.input_files, config.vocab_file, vocab_size=config.vocab_size,
       lower_case=config.do_lower_case, input_format=config.input_format,
       min_token_count=config.min_token_count, data_dir=config.data_dir)
-  print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 
 def report(config: VocabularyConfig) -> dict:
@@ -54,11 +54,15 @@ def report(config: VocabularyConfig) -> dict:
   vocabulary = Vocabulary(config.vocab_file)
   sentences, sample = vocabulary_fit.sample_sentences(config.input_files, config.input_format,
                                                       config.data_dir)
-  with tempfile.TemporaryDirectory() as directory:
-    learned = build_vocabulary(
-        config.input_files, os.path.join(directory, "vocab.txt"), vocab_size=len(vocabulary),
-        lower_case=config.do_lower_case, input_format=config.input_format,
-        min_token_count=config.min_token_count, data_dir=config.data_dir)
+  tokens = learned_tokens(
+      config.input_files, vocab_size=len(vocabulary), lower_case=config.do_lower_case,
+      input_format=config.input_format, min_token_count=config.min_token_count,
+      data_dir=config.data_dir)
+  with tempfile.TemporaryDirectory() as directory:  # a Vocabulary is read from a file
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("".join(token + "\n" for token in tokens))
+    learned = Vocabulary(path)
     columns = {name: vocabulary_fit.figures(
                    vocabulary_fit.count_words(sentences, v, config.do_lower_case), v,
                    config.do_lower_case)
