@@ -105,6 +105,13 @@ TRAIN_CASES = {
         "num_attention_heads 2 against its 3, intermediate_size 512 against its 160, "
         "max_position_embeddings 512 against its 128; leave --config out to take the model's "
         "own shape"),
+    "the built-in corpus beside a model without its vocabulary": (
+        dict(input_files="builtin", init_checkpoint="hf", vocab_file="hf_vocab.txt"),
+        "--vocab_file hf_vocab.txt does not exist: a run from --init_checkpoint hf reads"),
+    "the built-in corpus and probe beside a --config that contradicts the model": (
+        dict(input_files="builtin", probe_train_file="builtin", probe_dev_file="builtin",
+             init_checkpoint="google", config="bert_tiny"),
+        "--config bert_tiny is a model of L-2_H-128_A-2, but --init_checkpoint google"),
     "a compressed corpus, the vocabulary to learn": (
         dict(input_files="corpus.txt.gz", vocab_file="new/vocab.txt"),
         "corpus.txt.gz is gzip-compressed"),
