@@ -193,3 +193,16 @@ def test_every_run_a_documented_command_reads_is_one_a_documented_command_writes
   missing = [f"{page}: {model_dir}" for page, model_dir in sorted(read)
              if model_dir and model_dir.startswith("runs/") and model_dir not in written]
   assert not missing, missing
+
+
+def test_a_documented_variant_of_the_quickstart_trains_in_a_model_dir_of_its_own():
+  """The quickstart's flagfile with flags of its own (in a page's prose, not the figures of
+  docs/measured*.md) names another --model_dir: in the quickstart's finished runs/quickstart
+  it would train nothing, only say what changed."""
+  variants = [(page, command) for page in PAGES if not page.startswith("docs/measured")
+              for command in re.findall(r"`(python train\.py --flagfile=configs/quickstart\.flags"
+                                        r" [^`]+)`",
+                                        re.sub(r"```.*?```", "", read(page), flags=re.DOTALL)
+                                        .replace("\n", " "))]
+  assert variants
+  assert not [variant for variant in variants if "--model_dir=" not in variant[1]], variants
