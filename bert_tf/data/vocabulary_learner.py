@@ -8,8 +8,10 @@ too high for a small corpus); this module feeds it the corpus's sentences as the
 them and writes the file atomically, with the five special tokens first.
 """
 
+import contextlib
 import logging
 import os
+import tempfile
 
 import tensorflow as tf
 
@@ -48,6 +50,20 @@ def learned_tokens(file_patterns, *, vocab_size: int = 8000, lower_case: bool = 
       corpus_sample.sentences(ranges, input_format).map(BertNormalizer(lower_case).normalize),
       vocab_size, list(REQUIRED_TOKENS), bert_tokenizer_params={"lower_case": False},
       learn_params={"lower_thresh": min_token_count})
+
+
+@contextlib.contextmanager
+def learned_in_passing(file_patterns, **learning):
+  """A vocabulary learned from the corpus (`learned_tokens`, `learning` its keywords) for the
+  block's length, in a temporary file removed when the block ends: for a command that reads
+  one without keeping it (`bert_tf.vocab --report`, the audit of a run whose vocabulary is still
+  to be learned)."""
+  tokens = learned_tokens(file_patterns, **learning)
+  with tempfile.TemporaryDirectory() as directory:
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("".join(token + "\n" for token in tokens))
+    yield Vocabulary(path)
 
 
 def build_vocabulary(file_patterns, vocab_file: str, **learning) -> Vocabulary:
