@@ -14,8 +14,10 @@ size and hash, the corpus's files and the run's settings.
 """
 
 import collections
+import contextlib
 import dataclasses
 import json
+import logging
 import sys
 
 from bert_tf import console
@@ -28,6 +30,8 @@ from bert_tf import run_record  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 from bert_tf.training.train_settings import TrainConfig  # noqa: E402
+
+log = logging.getLogger("bert_tf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,12 +167,36 @@ def _grown(config, vocabulary):
           else vocabulary)
 
 
+@contextlib.contextmanager
+def _run_vocabulary(inputs):
+  """The vocabulary the run trains with (`_grown`); one it would learn (--vocab_file does not
+  exist yet) learned as it would, for the audit's length, and not written: the audit reads."""
+  if inputs.vocabulary is not None:
+    yield _grown(inputs.config, inputs.vocabulary)
+    return
+  from bert_tf.data.vocabulary_learner import learned_in_passing
+
+  config = inputs.config
+  log.info("Vocabulary %s does not exist: learning one from the corpus for the audit, as the "
+           "run would (not written)", config.vocab_file)
+  with learned_in_passing(config.input_files, vocab_size=config.vocab_size,
+                          lower_case=config.do_lower_case, input_format=config.input_format,
+                          min_token_count=config.min_token_count,
+                          data_dir=config.data_dir) as vocabulary:
+    yield vocabulary
+
+
 def audit(config, num_examples: int, show_examples: int, batch_size: int = 256):
   """Returns (texts of the first examples, statistics) for a `TrainConfig`."""
-  from bert_tf.training.preparation import check_inputs, learned_vocabulary
+  from bert_tf.training.preparation import check_inputs
 
   inputs = check_inputs(config)
-  config, vocabulary = inputs.config, _grown(inputs.config, learned_vocabulary(inputs))
+  with _run_vocabulary(inputs) as vocabulary:
+    return _audited(inputs.config, vocabulary, num_examples, show_examples, batch_size)
+
+
+def _audited(config, vocabulary, num_examples: int, show_examples: int, batch_size: int):
+  """`audit`'s texts and statistics, once the settings and the vocabulary are known."""
   dataset = audited_batches(config, vocabulary, batch_size)
   from bert_tf.data.data_settings import corpus_groups
 

@@ -26,6 +26,7 @@ if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-u
   console.start(sys.argv)
 from bert_tf.data.data_settings import COMPRESSIONS, RECORDS  # noqa: E402
 from bert_tf.errors import UserError  # noqa: E402
+from bert_tf.replaced_outputs import check_apart  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 from bert_tf.training.train_settings import TrainConfig  # noqa: E402
 
@@ -39,7 +40,8 @@ DESCRIPTION = "prepare.json"  # beside the records: what they hold and how they 
 class PrepareConfig(TrainConfig):
   """Where the records go and how many epochs of the corpus they hold."""
 
-  output: str = setting("", "Directory the record files are written to (replaced whole).")
+  output: str = setting("", "Directory the record files are written to (replaced whole); "
+                        "not one holding the corpus, the vocabulary or the current directory.")
   dupe_factor: int = setting(10, "Epochs of the corpus written, each paired and masked afresh "
                              "(original BERT's --dupe_factor).")
   num_output_files: int = setting(16, "Record files written, the examples dealt in turn.")
@@ -60,6 +62,8 @@ class PrepareConfig(TrainConfig):
                       "text corpora while training (train.py)")
     if not self.output:
       raise UserError("--output is required: the directory to write the records to")
+    check_apart(self.output, {"--input_files": self.input_files, "--vocab_file": self.vocab_file,
+                              "--data_dir": self.data_dir})  # the built-in corpus, the vocabulary
     if min(self.dupe_factor, self.num_output_files) <= 0:
       raise UserError("dupe_factor and num_output_files must be positive")
 

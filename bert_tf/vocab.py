@@ -6,9 +6,7 @@ one line and exit status 2, and nothing is written."""
 
 import dataclasses
 import json
-import os
 import sys
-import tempfile
 
 from bert_tf import console
 
@@ -17,7 +15,7 @@ if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-u
 from bert_tf.data import corpus, vocabulary_fit  # noqa: E402
 from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
 from bert_tf.data.tokenization import Vocabulary  # noqa: E402
-from bert_tf.data.vocabulary_learner import build_vocabulary  # noqa: E402
+from bert_tf.data.vocabulary_learner import build_vocabulary, learned_in_passing  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 
 LEARNED = "learned from the corpus"
@@ -42,11 +40,11 @@ def check_corpus(config: VocabularyConfig) -> None:
 
 
 def build(config: VocabularyConfig) -> None:
-  vocabulary = build_vocabulary(
+  """Learns --vocab_file; the learner says what it read and what it wrote."""
+  build_vocabulary(
       config.input_files, config.vocab_file, vocab_size=config.vocab_size,
       lower_case=config.do_lower_case, input_format=config.input_format,
       min_token_count=config.min_token_count, data_dir=config.data_dir)
-  print(f"{len(vocabulary)} tokens written to {config.vocab_file}")
 
 
 def report(config: VocabularyConfig) -> dict:
@@ -54,11 +52,10 @@ def report(config: VocabularyConfig) -> dict:
   vocabulary = Vocabulary(config.vocab_file)
   sentences, sample = vocabulary_fit.sample_sentences(config.input_files, config.input_format,
                                                       config.data_dir)
-  with tempfile.TemporaryDirectory() as directory:
-    learned = build_vocabulary(
-        config.input_files, os.path.join(directory, "vocab.txt"), vocab_size=len(vocabulary),
-        lower_case=config.do_lower_case, input_format=config.input_format,
-        min_token_count=config.min_token_count, data_dir=config.data_dir)
+  with learned_in_passing(
+      config.input_files, vocab_size=len(vocabulary), lower_case=config.do_lower_case,
+      input_format=config.input_format, min_token_count=config.min_token_count,
+      data_dir=config.data_dir) as learned:
     columns = {name: vocabulary_fit.figures(
                    vocabulary_fit.count_words(sentences, v, config.do_lower_case), v,
                    config.do_lower_case)

@@ -172,3 +172,25 @@ def test_command_line_json(data_dir, vocab_file, tmp_path, builtin_audit):
                                   ("is_next_share", 0.5, 0.1), ("mean_tokens", 118.92, 6)):
     assert stats[name] == pytest.approx(golden, abs=tolerance), name
   assert stats["not_next_other_document_share"] == 1.0
+
+
+@pytest.mark.e2e
+def test_a_vocabulary_still_to_learn_is_learned_for_the_audit_and_not_written(
+    tmp_path, monkeypatch, caplog):
+  """A run whose --vocab_file does not exist yet learns it; its audit learns the same to show
+  what the run would see, and writes nothing: not the vocabulary (a mistyped path would
+  otherwise leave a vocabulary of the corpus there), nor anything else where it runs."""
+  monkeypatch.chdir(tmp_path)
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("\n\n".join(
+      "\n".join(f"Sentence {i} of document {d} says {'abc'[i % 3]} word." for i in range(6))
+      for d in range(8)) + "\n")
+  before = sorted(os.listdir(tmp_path))
+  with caplog.at_level("INFO", logger="bert_tf"):
+    texts, stats = audit(TrainConfig(input_files="corpus.txt", vocab_file="vocab.txt",
+                                     vocab_size=200, seq_length=32, max_predictions_per_seq=5),
+                         num_examples=8, show_examples=1)
+  assert len(texts) == 1 and stats["examples"] > 0
+  assert sorted(os.listdir(tmp_path)) == before
+  assert any("does not exist: learning one from the corpus for the audit" in record.getMessage()
+             for record in caplog.records)

@@ -121,6 +121,15 @@ def test_a_flag_mistake_is_one_line_and_exit_status_2(command, message):
   assert (result.returncode, result.stderr.strip().splitlines()) == (2, [message])
 
 
+@pytest.mark.e2e
+def test_an_export_of_a_model_dir_that_is_not_there_is_its_one_line():
+  """Started as a user starts it: the error alone, not the line saying what is exported first."""
+  result = run(["-m", "bert_tf.export", "--model_dir=/nonexistent/run", "--format=hf",
+                "--output=/nonexistent/hf"], timeout=120, as_user=True)
+  assert (result.returncode, result.stderr.strip().splitlines()) == (
+      2, ["error: /nonexistent/run is not found: it takes a finished train.py model_dir"])
+
+
 def test_help_lists_the_settings():
   result = run(["train.py", "--help"], timeout=120)
   assert "--train_steps: Train until this optimizer update" in result.stdout

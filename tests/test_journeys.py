@@ -6,6 +6,7 @@ layout. README's sample outputs are checked against what the commands print, lin
 their shape (numbers and quoted texts aside). The fast tier checks that every journey is still
 in its doc and that the harness reads and compares as it says."""
 
+import glob
 import json
 import os
 import subprocess
@@ -25,6 +26,8 @@ EXPORT = (README, "export", "python -m bert_tf.export", True)
 EXAMPLE = (README, "example", "python examples/classify.py", True)
 GLUE = ("docs/finetuning.md", "glue", "python -m bert_tf.finetune", False)
 PACKING = ("docs/pipeline.md", "packing", "python -m bert_tf.audit", True)
+OWN_CORPUS = (README, "own_corpus", "python train.py", False)
+RECORDS = ("docs/pipeline.md", "records", "python train.py", False)
 # The quickstart's flags made small: its model (bert_tiny, no dropout, 40% masked) at sequence
 # 64 for 12 steps, the probe it runs at the end cut to 10 steps.
 SMALL_QUICKSTART = ["--seq_length=64", "--max_predictions_per_seq=26", "--global_batch_size=8",
@@ -32,6 +35,21 @@ SMALL_QUICKSTART = ["--seq_length=64", "--max_predictions_per_seq=26", "--global
                     "--eval_every=12", "--probe_steps=10"]
 # The fine-tune at shorter sequences (the task's texts are sentences), its epochs as README's.
 SMALL_FINETUNE = ["--seq_length=64"]
+# README's own-corpus run made small: its vocabulary learned as printed, bert_tiny for its
+# bert_mini, 4 steps at sequence 32, no serving SavedModel (the hf export reads the weights); the
+# audit of 64 examples; the hf export unverified (the quickstart's exports verify theirs).
+SMALL_OWN_RUN = ["--config=bert_tiny", "--seq_length=32", "--max_predictions_per_seq=5",
+                 "--global_batch_size=8", "--train_steps=4", "--warmup_steps=1",
+                 "--checkpoint_every=4", "--eval_steps=1", "--noserving_export"]
+SMALL_OWN_AUDIT = ["--num_examples=64"]
+SMALL_OWN_EXPORT = ["--skip_verify"]
+# docs/pipeline.md's records: one epoch of the corpus at sequence 32 in two files, then a run
+# of bert_tiny for 2 steps on them (its sequence the records').
+SMALL_PREPARE = ["--dupe_factor=1", "--num_output_files=2", "--seq_length=32",
+                 "--max_predictions_per_seq=5"]
+SMALL_RECORDS_RUN = ["--config=bert_tiny", "--global_batch_size=8", "--train_steps=2",
+                     "--warmup_steps=1", "--checkpoint_every=2", "--eval_steps=1",
+                     "--noserving_export"]
 # GLUE's seeds in one epoch each, no self-check of each seed's SavedModel (the fine-tune above
 # checks its own, as every fine-tune does by default).
 SMALL_GLUE = ["--epochs=1", "--seq_length=32", "--skip_verify"]
@@ -42,7 +60,8 @@ def command(journey):
   return journeys.command(doc, name, start)
 
 
-@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE, PACKING],
+@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE, PACKING,
+                                     OWN_CORPUS, RECORDS],
                          ids=lambda journey: journey[1])
 def test_each_journey_is_in_its_doc(journey):
   doc, name, start, prints = journey
@@ -170,3 +189,60 @@ def test_glue_command_of_the_docs_runs_on_glues_layout(tmp_path, model_dir):
   assert [run["seed"] for run in sweep["runs"]] == seeds
   predictions = open(os.path.join(output, "submission", "CoLA.tsv")).read().splitlines()
   assert predictions[0] == "index\tprediction" and len(predictions) == 4
+
+
+def clone_with_a_corpus(directory, corpus_pattern) -> str:
+  """A clone (`journeys.checkout`) holding the user's corpus as `corpus/*.txt`: the built-in
+  corpus's files, as a user brings theirs."""
+  workdir = journeys.checkout(directory)
+  os.mkdir(os.path.join(workdir, "corpus"))
+  for path in glob.glob(corpus_pattern):
+    os.symlink(path, os.path.join(workdir, "corpus", os.path.basename(path)))
+  return workdir
+
+
+@pytest.mark.e2e
+def test_own_corpus_commands_of_the_readme_write_only_what_they_name(tmp_path, corpus_pattern):
+  """README's four commands on a corpus of the user's own, one after the other as printed: the
+  vocabulary, the run, its audit and its hf export, each where the command names it; nothing
+  else appears in the clone."""
+  workdir = clone_with_a_corpus(tmp_path, corpus_pattern)
+  before = set(os.listdir(workdir))
+  vocab, train, audit, export = journeys.commands(README, "own_corpus")
+  completed(journeys.run(vocab, workdir))
+  completed(journeys.run(train, workdir, flags=SMALL_OWN_RUN))
+  shown = completed(journeys.run(audit, workdir, flags=SMALL_OWN_AUDIT))
+  assert "[MASK]" in shown.stdout and "masked_share" in shown.stdout
+  completed(journeys.run(export, workdir, flags=SMALL_OWN_EXPORT))
+  vocab_file, model_dir, output = (journeys.flag_value(vocab, "vocab_file"),
+                                   journeys.flag_value(train, "model_dir"),
+                                   journeys.flag_value(export, "output"))
+  assert journeys.flag_value(train, "vocab_file") == vocab_file
+  assert journeys.flag_value(export, "model_dir") == model_dir
+  assert os.path.exists(os.path.join(workdir, model_dir, "model.weights.h5"))
+  assert {"config.json", "model.safetensors", "vocab.txt"} <= set(
+      os.listdir(os.path.join(workdir, output)))
+  assert set(os.listdir(workdir)) - before == {vocab_file, "runs", journeys.FLAGFILE}
+  assert set(os.listdir(os.path.join(workdir, "runs"))) == {
+      os.path.basename(model_dir), os.path.basename(output)}
+
+
+@pytest.mark.e2e
+def test_records_commands_of_the_docs_train_where_they_name(tmp_path, corpus_pattern,
+                                                            vocab_file):
+  """docs/pipeline.md's two commands on the user's corpus and vocabulary (`vocab.txt`): the
+  records in `records/`, the run on them in its --model_dir and nowhere else (not the
+  quickstart's runs/quickstart, train.py's default)."""
+  workdir = clone_with_a_corpus(tmp_path, corpus_pattern)
+  os.symlink(vocab_file, os.path.join(workdir, "vocab.txt"))
+  prepare, train = journeys.commands(*RECORDS[:2])
+  completed(journeys.run(prepare, workdir, flags=SMALL_PREPARE))
+  output = journeys.flag_value(prepare, "output")
+  assert len(glob.glob(os.path.join(workdir, journeys.flag_value(train, "input_files")))) == 2
+  run = completed(journeys.run(train, workdir, flags=SMALL_RECORDS_RUN))
+  assert "Records of 32 tokens and 5 predictions each" in run.stderr
+  model_dir = journeys.flag_value(train, "model_dir")
+  assert model_dir, f"{RECORDS[0]}'s train.py names no --model_dir: it trains in runs/quickstart"
+  assert os.path.exists(os.path.join(workdir, model_dir, "model.weights.h5"))
+  assert os.listdir(os.path.join(workdir, "runs")) == [os.path.basename(model_dir)]
+  assert os.path.isdir(os.path.join(workdir, output))

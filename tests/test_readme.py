@@ -149,3 +149,60 @@ def test_shell_commands_parse():
   result = run(["-c", PARSE_SCRIPT, json.dumps(programs)], timeout=300)
   assert result.returncode == 0, result.stderr[-3000:]
   assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+  """(page, argv) of every command in a sh block of README.md and docs/."""
+  return [(page, command) for page in PAGES for block in code_blocks(page, "sh")
+          for command in shell_commands(block)]
+
+
+def flagfile_model_dirs() -> dict[str, str]:
+  """{configs/NAME.flags: the --model_dir it names} of the repository's flagfiles."""
+  found = {}
+  for path in glob.glob(os.path.join(ROOT, "configs", "*.flags")):
+    words = [line.strip() for line in open(path, encoding="utf-8")]
+    if model_dir := flag_value(words, "model_dir"):
+      found[os.path.relpath(path, ROOT)] = model_dir
+  return found
+
+
+def written_model_dir(command: list[str]) -> str | None:
+  """Where a documented `python train.py` command writes: its --model_dir, else its flagfile's
+  (train.py's default, runs/quickstart, is the quickstart's, not another run's place)."""
+  return flag_value(command, "model_dir") or flagfile_model_dirs().get(
+      flag_value(command, "flagfile"))
+
+
+def test_every_documented_train_command_names_where_it_writes():
+  """A train.py command of the docs without --model_dir would write into the quickstart's
+  runs/quickstart (and, after the quickstart, be refused as a re-run of another run)."""
+  unnamed = [f"{page}: {' '.join(command)}" for page, command in documented_commands()
+             if command[:2] == ["python", "train.py"] and not written_model_dir(command)]
+  assert not unnamed, unnamed
+
+
+def test_every_run_a_documented_command_reads_is_one_a_documented_command_writes():
+  """The model_dir of a documented export, fine-tune or audit (a run under runs/) is written by
+  a documented train.py or fine-tune: a user following the docs has it."""
+  commands = documented_commands()
+  written = {written_model_dir(c) for _, c in commands if c[:2] == ["python", "train.py"]}
+  written |= {flag_value(c, "output_dir") for _, c in commands if c[2:3] == ["bert_tf.finetune"]}
+  read = {(page, flag_value(c, "model_dir")) for page, c in commands
+          if c[2:3] in (["bert_tf.export"], ["bert_tf.finetune"], ["bert_tf.finetune.glue"])}
+  missing = [f"{page}: {model_dir}" for page, model_dir in sorted(read)
+             if model_dir and model_dir.startswith("runs/") and model_dir not in written]
+  assert not missing, missing
+
+
+def test_a_documented_variant_of_the_quickstart_trains_in_a_model_dir_of_its_own():
+  """The quickstart's flagfile with flags of its own (in a page's prose, not the figures of
+  docs/measured*.md) names another --model_dir: in the quickstart's finished runs/quickstart
+  it would train nothing, only say what changed."""
+  variants = [(page, command) for page in PAGES if not page.startswith("docs/measured")
+              for command in re.findall(r"`(python train\.py --flagfile=configs/quickstart\.flags"
+                                        r" [^`]+)`",
+                                        re.sub(r"```.*?```", "", read(page), flags=re.DOTALL)
+                                        .replace("\n", " "))]
+  assert variants
+  assert not [variant for variant in variants if "--model_dir=" not in variant[1]], variants

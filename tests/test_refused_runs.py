@@ -105,6 +105,13 @@ TRAIN_CASES = {
         "num_attention_heads 2 against its 3, intermediate_size 512 against its 160, "
         "max_position_embeddings 512 against its 128; leave --config out to take the model's "
         "own shape"),
+    "the built-in corpus beside a model without its vocabulary": (
+        dict(input_files="builtin", init_checkpoint="hf", vocab_file="hf_vocab.txt"),
+        "--vocab_file hf_vocab.txt does not exist: a run from --init_checkpoint hf reads"),
+    "the built-in corpus and probe beside a --config that contradicts the model": (
+        dict(input_files="builtin", probe_train_file="builtin", probe_dev_file="builtin",
+             init_checkpoint="google", config="bert_tiny"),
+        "--config bert_tiny is a model of L-2_H-128_A-2, but --init_checkpoint google"),
     "a compressed corpus, the vocabulary to learn": (
         dict(input_files="corpus.txt.gz", vocab_file="new/vocab.txt"),
         "corpus.txt.gz is gzip-compressed"),
@@ -178,6 +185,38 @@ def test_export_refused_writes_nothing(place, model_dir, message):
   from bert_tf.export.__main__ import export
   refused(place, export, ExportConfig(model_dir=model_dir, format="hf", output="exported"),
           message)
+
+
+REPLACED_OUTPUTS = {
+    "the run exported": (dict(model_dir="google", output="google"),
+                         "--output=google would replace --model_dir google with what it writes"),
+    "a folder holding the run": (dict(model_dir="google", output="."),
+                                 "--output=. would replace the current directory"),
+    "the dev file's folder": (
+        dict(model_dir="google", format="onnx", dev_file="hf/dev.tsv", output="hf"),
+        "--output=hf would replace --dev_file hf/dev.tsv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPLACED_OUTPUTS))
+def test_export_refuses_to_replace_what_it_reads(place, case):
+  """--output is replaced whole: one that is, or holds, the model exported (or the working
+  directory) would delete the run the export was made from."""
+  from bert_tf.export.__main__ import export
+  changes, message = REPLACED_OUTPUTS[case]
+  refused(place, export, ExportConfig(**{"format": "hf", **changes}), message)
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(output="."), "--output=. would replace the current directory"),
+    (dict(input_files="google/*.txt", output="google"),
+     "--output=google would replace --input_files google/*.txt with what it writes"),
+    (dict(vocab_file="hf/vocab.txt", output="hf/"), "--output=hf/ would replace --vocab_file"),
+])
+def test_prepare_refuses_to_replace_what_it_reads(place, changes, message):
+  config = PrepareConfig(**{**TINY, "input_files": "corpus.txt", "vocab_file": "vocab.txt",
+                            **changes})
+  refused(place, prepare_records, config, message)
 
 
 @pytest.mark.parametrize("layout", ["google", "hf"])

@@ -2,6 +2,7 @@
 --report`), on real text: the built-in corpus and the standard library's docstrings."""
 
 import json
+import logging
 
 import pytest
 import tensorflow as tf
@@ -35,12 +36,17 @@ def test_the_counts_are_the_tokenizers_words_and_pieces(vocab_file, tmp_path):
   assert counts == sorted(counts, reverse=True) and len(counts) == 5
 
 
-def test_report_beside_a_vocabulary_learned_from_the_corpus(vocab_file, tmp_path):
+def test_report_beside_a_vocabulary_learned_from_the_corpus(vocab_file, tmp_path, caplog):
   """The built-in corpus's vocabulary on the docstrings: the one learned from them cuts fewer
-  words; the table shows both, and the JSON holds the same figures."""
+  words; the table shows both, and the JSON holds the same figures. The report says it learns
+  one, and names no file it wrote (the learned vocabulary's is temporary, gone at the end)."""
   corpus = docstring_corpus(tmp_path)
   config = vocab.VocabCommandConfig(input_files=corpus, vocab_file=vocab_file, report=True)
-  result = vocab.report(config)
+  with caplog.at_level(logging.INFO, logger="bert_tf"):
+    result = vocab.report(config)
+  said = [record.getMessage() for record in caplog.records]
+  assert [line for line in said if line.startswith("Learning a ")] and not [
+      line for line in said if line.startswith("Wrote ")], said
   ours, learned = (result["vocabularies"][name] for name in (vocab_file, vocab.LEARNED))
   assert ours["words"] == learned["words"] > 5000
   assert learned["pieces_per_word"] < ours["pieces_per_word"]

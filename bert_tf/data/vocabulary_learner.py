@@ -1,4 +1,5 @@
-"""Learns a WordPiece vocabulary from a corpus (`build_vocabulary`), for `python -m bert_tf.vocab`
+"""Learns a WordPiece vocabulary from a corpus (`build_vocabulary`; its tokens alone:
+`learned_tokens`), for `python -m bert_tf.vocab`
 and for a run whose --vocab_file does not exist yet.
 
 tensorflow-text's BERT vocabulary learner does the learning (keras-hub's
@@ -7,8 +8,10 @@ too high for a small corpus); this module feeds it the corpus's sentences as the
 them and writes the file atomically, with the five special tokens first.
 """
 
+import contextlib
 import logging
 import os
+import tempfile
 
 import tensorflow as tf
 
@@ -28,10 +31,11 @@ log = logging.getLogger("bert_tf")
 SAMPLE_BYTES = 64 << 20
 
 
-def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
-                     lower_case: bool = True, input_format: str = "sentence_per_line",
-                     min_token_count: int = 2, data_dir: str = "data") -> Vocabulary:
-  """Learns a vocabulary of at most `vocab_size` tokens from the corpus; writes `vocab_file`.
+def learned_tokens(file_patterns, *, vocab_size: int = 8000, lower_case: bool = True,
+                   input_format: str = "sentence_per_line", min_token_count: int = 2,
+                   data_dir: str = "data") -> list[str]:
+  """The tokens of a vocabulary of at most `vocab_size` learned from the corpus, the special
+  tokens first.
 
   Tokens seen fewer than `min_token_count` times are left out. Learns from a sample of at
   most SAMPLE_BYTES of the corpus (all of it when smaller), streamed.
@@ -42,10 +46,30 @@ def build_vocabulary(file_patterns, vocab_file: str, *, vocab_size: int = 8000,
   log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
            vocab_size, sum(r.length for r in ranges) / 1e6, file_count)
   # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
-  tokens = bert_vocab_from_dataset.bert_vocab_from_dataset(
+  return bert_vocab_from_dataset.bert_vocab_from_dataset(
       corpus_sample.sentences(ranges, input_format).map(BertNormalizer(lower_case).normalize),
       vocab_size, list(REQUIRED_TOKENS), bert_tokenizer_params={"lower_case": False},
       learn_params={"lower_thresh": min_token_count})
+
+
+@contextlib.contextmanager
+def learned_in_passing(file_patterns, **learning):
+  """A vocabulary learned from the corpus (`learned_tokens`, `learning` its keywords) for the
+  block's length, in a temporary file removed when the block ends: for a command that reads
+  one without keeping it (`bert_tf.vocab --report`, the audit of a run whose vocabulary is still
+  to be learned)."""
+  tokens = learned_tokens(file_patterns, **learning)
+  with tempfile.TemporaryDirectory() as directory:
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("".join(token + "\n" for token in tokens))
+    yield Vocabulary(path)
+
+
+def build_vocabulary(file_patterns, vocab_file: str, **learning) -> Vocabulary:
+  """Learns a vocabulary from the corpus (`learned_tokens`, whose keywords `learning` are:
+  vocab_size, lower_case, input_format, min_token_count, data_dir); writes `vocab_file`."""
+  tokens = learned_tokens(file_patterns, **learning)
   directory = os.path.dirname(vocab_file)
   if directory:
     tf.io.gfile.makedirs(directory)

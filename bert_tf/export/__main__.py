@@ -27,20 +27,27 @@ def export(config: ExportConfig) -> None:
   from bert_tf.export.formats import export, export_finetuned, verify, verify_finetuned
   from bert_tf.finetune import finetuned
   from bert_tf.serving.trained import load_trained
-  log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
   if FORMATS[config.format].portable:
     portable_export(config)
   elif finetuned.is_finetuned(config.model_dir):
     model = finetuned.load_finetuned(config.model_dir)
+    exporting(config)
     export_finetuned(model, config.format, config.output)
     if not config.skip_verify:
       print(verify_finetuned(model, config.format, config.output))
   else:
     trained = load_trained(config.model_dir)
+    exporting(config)
     export(trained, config.format, config.output, top_k=config.top_k)
     if not config.skip_verify:
       print(verify(trained, config.format, config.output))
   print(f"wrote {config.output}")
+
+
+def exporting(config: ExportConfig) -> None:
+  """Says what is exported where, once the model is read: a model_dir that cannot be read is
+  its one error line alone."""
+  log.info("Exporting %s as %s to %s", config.model_dir, config.format, config.output)
 
 
 def portable_export(config: ExportConfig) -> None:
@@ -63,6 +70,7 @@ def portable_export(config: ExportConfig) -> None:
     raise UserError("--dev_file is for a fine-tune's output_dir, not a pre-training run")
   else:
     portable = portable_encoder(load_trained(config.model_dir), config.seq_length)
+  exporting(config)
   export_portable(portable, config.format, {config.quantize: config.output})
   if not config.skip_verify:
     print(*verify_portable(portable, {(config.format, config.quantize): config.output},

@@ -88,18 +88,16 @@ def record_shaped(config: TrainConfig, vocabulary: Vocabulary) -> TrainConfig:
   return config
 
 
-def _check_corpus(config: TrainConfig) -> None:
-  if config.input_format != RECORDS:
-    mixed = config.weights() is not None
-    for number, files in enumerate(
-        corpus.training_groups(config.input_files, mixed, config.data_dir), 1):
-      with corpus.about_group(number if mixed else None, config.input_files):
-        corpus.check_documents(files, config.input_format, needed=2 if config.nsp else 1)
-    evaluation.check_held_out(config)
+def _check_text_corpus(config: TrainConfig) -> None:
+  """A text corpus's files and its held-out part (records are checked by `record_shaped`)."""
+  if config.input_format == RECORDS:
     return
-  if config.input_files == builtin_corpus.NAME:
-    raise UserError("--input_format=tfrecord reads --input_files as records: give them (the "
-                    "built-in corpus is text)")
+  mixed = config.weights() is not None
+  for number, files in enumerate(
+      corpus.training_groups(config.input_files, mixed, config.data_dir), 1):
+    with corpus.about_group(number if mixed else None, config.input_files):
+      corpus.check_documents(files, config.input_format, needed=2 if config.nsp else 1)
+  evaluation.check_held_out(config)
 
 
 def _existing_vocabulary(config: TrainConfig, source: Source | None) -> Vocabulary | None:
@@ -116,17 +114,23 @@ def _existing_vocabulary(config: TrainConfig, source: Source | None) -> Vocabula
 
 
 def check_inputs(config: TrainConfig) -> CheckedInputs:
-  """Checks every input, cheap checks first; writes nothing (see the module's docstring)."""
+  """Checks every input, cheap checks first; writes nothing (see the module's docstring). The
+  initial model, the vocabulary and the shape come before a text corpus and the probe's task,
+  whose built-in forms are written under --data_dir to be read: a run refused for them leaves
+  no built-in corpus or task behind."""
   config.check()
-  _check_corpus(config)
-  probe.check_probe(config)
   source = init_checkpoint.initial_model(config.init_checkpoint,
                                          config.init_weights_only or bool(config.add_vocabulary))
   vocabulary = _existing_vocabulary(config, source)
   if config.input_format == RECORDS:
+    if config.input_files == builtin_corpus.NAME:
+      raise UserError("--input_format=tfrecord reads --input_files as records: give them (the "
+                      "built-in corpus is text)")
     config = record_shaped(config, vocabulary)
   model_shape(config, vocabulary, source)
   init_checkpoint.check_case(source, config.do_lower_case)
+  _check_text_corpus(config)
+  probe.check_probe(config)
   return CheckedInputs(config, source, vocabulary)
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from bert_tf.data.data_settings import ColumnsConfig, DataDirConfig
 from bert_tf.errors import UserError
 from bert_tf.export.formats import FORMATS
+from bert_tf.replaced_outputs import check_apart
 from bert_tf.settings import check_choices, setting
 
 QUANTIZATIONS = ("none", "fp16", "int8")
@@ -23,7 +24,8 @@ class ExportConfig(DataDirConfig, ColumnsConfig):
       f"{f.name} ({f.description})" for f in FORMATS.values()) + ". litert and onnx write "
       "the model on ids with tokenizer.json (the tokenizers library's), vocab.txt and "
       "portable.json.", choices=tuple(FORMATS))
-  output: str = setting("", "Directory to write (replaced if it exists).")
+  output: str = setting("", "Directory to write (replaced if it exists); neither the "
+                        "--model_dir, a folder holding it nor the current directory.")
   top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")
   quantize: str = setting("none", "litert, onnx: none (float32), fp16 (float16 weights) or "
                           "int8 (dynamic-range int8 weights).", choices=QUANTIZATIONS)
@@ -40,6 +42,7 @@ class ExportConfig(DataDirConfig, ColumnsConfig):
     check_choices(self)
     if not self.model_dir or not self.output:
       raise UserError("--model_dir and --output are needed")
+    check_apart(self.output, {"--model_dir": self.model_dir, "--dev_file": self.dev_file})
     if self.top_k <= 0:
       raise UserError(f"top_k {self.top_k} must be positive")
     chosen = FORMATS[self.format]
