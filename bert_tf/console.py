@@ -166,6 +166,11 @@ def run_command(config_class, command, *, argv: list[str] | None = None,
 _status = ""
 
 
+def counted(number: int, noun: str) -> str:
+  """`number` and `noun`, plural unless the number is one: `1 epoch`, `3 epochs`."""
+  return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def is_terminal() -> bool:
   return sys.stdout.isatty()
 

@@ -163,8 +163,9 @@ def prepare_records(config: PrepareConfig) -> dict:
 
   description = write_records(config, vocabulary, report)
   console.status("")
-  log.info("%s records in %d files written to %s in %.0f s", f"{description['records']:,}",
-           config.num_output_files, config.output, time.monotonic() - start)
+  log.info("%s records in %s written to %s in %.0f s", f"{description['records']:,}",
+           console.counted(config.num_output_files, "file"), config.output,
+           time.monotonic() - start)
   return description
 
 

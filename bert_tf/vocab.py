@@ -76,8 +76,8 @@ def main(config: VocabCommandConfig) -> None:
     print(json.dumps(result))
     return
   sample = result["sample"]
-  print(f"Vocabulary fit on {sample['bytes'] / 1e6:.1f} MB of {sample['files']} files of "
-        f"{config.input_files}:")
+  print(f"Vocabulary fit on {sample['bytes'] / 1e6:.1f} MB of "
+        f"{console.counted(sample['files'], 'file')} of {config.input_files}:")
   print(vocabulary_fit.table(list(result["vocabularies"].items())))
 
 

@@ -133,3 +133,14 @@ def test_an_export_of_a_model_dir_that_is_not_there_is_its_one_line():
 def test_help_lists_the_settings():
   result = run(["train.py", "--help"], timeout=120)
   assert "--train_steps: Train until this optimizer update" in result.stdout
+
+
+def test_a_count_of_one_is_said_in_the_singular():
+  """`1 epoch`, `1 step`, `1 file` where a command says a count (`console.counted`): the
+  fine-tune's plan and the training summary of a one-step run among them."""
+  from bert_tf.training.watching.report import summary
+  assert [console.counted(n, "epoch") for n in (0, 1, 3)] == ["0 epochs", "1 epoch", "3 epochs"]
+  figures = {"steps": 1, "examples_per_second": 8.0, "mlm_accuracy": 0.1, "mlm_loss": 6.0,
+             "most_frequent_token_accuracy": 0.05, "nsp_accuracy": 0.5, "nsp_loss": 0.7}
+  assert summary(figures).startswith("Trained 1 step at 8 examples/s.\n")
+  assert summary({**figures, "steps": 12}).startswith("Trained 12 steps at")

@@ -16,6 +16,7 @@ import tempfile
 import tensorflow as tf
 
 from bert_tf import files
+from bert_tf.console import counted
 from bert_tf.data import corpus_sample
 from bert_tf.data.normalization import BertNormalizer
 from bert_tf.data.tokenization import REQUIRED_TOKENS, Vocabulary
@@ -43,8 +44,8 @@ def learned_tokens(file_patterns, *, vocab_size: int = 8000, lower_case: bool = 
   from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
   ranges, file_count = corpus_sample.sample_ranges(file_patterns, SAMPLE_BYTES, data_dir)
-  log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %d files",
-           vocab_size, sum(r.length for r in ranges) / 1e6, file_count)
+  log.info("Learning a %d-token WordPiece vocabulary from %.1f MB of %s",
+           vocab_size, sum(r.length for r in ranges) / 1e6, counted(file_count, "file"))
   # The learner sees the text as the tokenizer normalises it (its own lower-casing folds NFKC).
   return bert_vocab_from_dataset.bert_vocab_from_dataset(
       corpus_sample.sentences(ranges, input_format).map(BertNormalizer(lower_case).normalize),

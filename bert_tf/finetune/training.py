@@ -16,6 +16,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf import files
+from bert_tf.console import counted
 from bert_tf.finetune import checkpoints, fitting, rerun
 from bert_tf.finetune.dev_evaluation import DevEvaluation
 from bert_tf.finetune.epochs import EpochPlan
@@ -68,10 +69,11 @@ def finetune(config: FinetuneConfig) -> dict:
           kind.loss(), learning_rate=config.learning_rate, train_steps=plan.train_steps,
           warmup_steps=int(config.warmup_proportion * plan.train_steps),
           jit_compile=config.jit_compile)
-    log.info("Fine-tuning (%s) on %d examples%s for %d epochs of %d steps; %d dev examples",
+    log.info("Fine-tuning (%s) on %d examples%s for %s of %s; %d dev examples",
              kind.name, len(kind.train),
              f" of {len(kind.labels)} labels ({', '.join(kind.labels)})" if kind.labels else "",
-             config.epochs, plan.steps_per_epoch, len(kind.dev))
+             counted(config.epochs, "epoch"), counted(plan.steps_per_epoch, "step"),
+             len(kind.dev))
     log_dir = os.path.join(config.output_dir, LOGS)
     evaluation = DevEvaluation(kind, model, log_dir, config.epochs)
     position = fitting.TrainedBatches()

@@ -13,6 +13,7 @@ import logging
 import keras
 import tensorflow as tf
 
+from bert_tf.console import counted
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.interop import grown_embeddings, init_checkpoint
@@ -47,8 +48,8 @@ def _start_from(source: Source, model: keras.Model, bert_config: BertConfig,
                 vocabulary: Vocabulary, config: TrainConfig) -> None:
   """Takes the source's weights alone, into a model of the run's vocabulary."""
   log.info("Initialising from %s (%s): its weights; the optimizer and the learning-rate "
-           "schedule start afresh (warm-up %d steps)", config.init_checkpoint, source.kind,
-           config.warmup_steps)
+           "schedule start afresh (warm-up %s)", config.init_checkpoint, source.kind,
+           counted(config.warmup_steps, "step"))
   base = Vocabulary(config.vocab_file)
   if vocabulary == base:
     source.load_weights(model, bert_config)

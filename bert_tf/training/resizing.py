@@ -13,6 +13,7 @@ import types
 
 import tensorflow as tf
 
+from bert_tf.console import counted
 from bert_tf.data import (
   data_position,
   mixture,
@@ -105,8 +106,8 @@ def carry_on(position: data_position.DataPosition, restored_path: str,
     draws = max(keys[-1] for keys in next_keys)
     first_keys = [[firsts[p] for _, firsts in dealt] + [draws] for p in range(pipelines)]
   position.place(layout, first_keys)
-  were = f"{len(restored)} replica{'s' if len(restored) > 1 else ''}"
-  return (f"{were} -> {replicas} (input pipelines {old.pipelines} -> {pipelines}): "
+  return (f"{counted(len(restored), 'replica')} -> {replicas} (input pipelines "
+          f"{old.pipelines} -> {pipelines}): "
           f"{_dealt_line(layouts, plan.records is not None)}")
 
 
