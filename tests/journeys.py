@@ -46,8 +46,8 @@ Use (tests/test_journeys.py is the example):
 `commands(doc, name)` gives every command of a block (for a block of several steps), and
 `shell_commands(block)` splits any block the same way (tests/test_readme.py parses every sh
 block of the docs with it). README.md marks its commands `quickstart`, `finetune`, `export` and
-`example`, docs/finetuning.md its `glue` (tests/test_journeys.py runs them); a journey of
-another doc's command adds its marker there.
+`example`, docs/finetuning.md its `glue` and `own_files` (tests/test_journeys.py runs them,
+of `own_files` its MRPC command); a journey of another doc's command adds its marker there.
 """
 
 import os

@@ -2,13 +2,15 @@
 appended for size: (a) README's quickstart, its fine-tune of the quickstart's encoder, its ONNX
 int8 export of that fine-tune and its example answering with the export without TensorFlow,
 one run feeding the next; (d) docs/finetuning.md's GLUE command on a GLUE directory in GLUE's
-layout. README's sample outputs are checked against what the commands print, line by line in
-their shape (numbers and quoted texts aside). The fast tier checks that every journey is still
-in its doc and that the harness reads and compares as it says."""
+layout, and its fine-tune on a user's own MRPC files (GLUE's MRPC as distributed). README's
+sample outputs are checked against what the commands print, line by line in their shape
+(numbers and quoted texts aside). The fast tier checks that every journey is still in its doc
+and that the harness reads and compares as it says."""
 
 import glob
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -25,6 +27,9 @@ FINETUNE = (README, "finetune", "python -m bert_tf.finetune", True)
 EXPORT = (README, "export", "python -m bert_tf.export", True)
 EXAMPLE = (README, "example", "python examples/classify.py", True)
 GLUE = ("docs/finetuning.md", "glue", "python -m bert_tf.finetune", False)
+OWN_MRPC = ("docs/finetuning.md", "own_files",
+            "python -m bert_tf.finetune --model_dir=runs/mine --train_file=glue/MRPC/train.tsv",
+            False)
 PACKING = ("docs/pipeline.md", "packing", "python -m bert_tf.audit", True)
 OWN_CORPUS = (README, "own_corpus", "python train.py", False)
 RECORDS = ("docs/pipeline.md", "records", "python train.py", False)
@@ -53,6 +58,8 @@ SMALL_RECORDS_RUN = ["--config=bert_tiny", "--global_batch_size=8", "--train_ste
 # GLUE's seeds in one epoch each, no self-check of each seed's SavedModel (the fine-tune above
 # checks its own, as every fine-tune does by default).
 SMALL_GLUE = ["--epochs=1", "--seq_length=32", "--skip_verify"]
+# The fine-tune on the user's MRPC files the same: one epoch (one step: 12 rows, batch 32).
+SMALL_OWN_MRPC = SMALL_GLUE
 
 
 def command(journey):
@@ -60,8 +67,8 @@ def command(journey):
   return journeys.command(doc, name, start)
 
 
-@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE, PACKING,
-                                     OWN_CORPUS, RECORDS],
+@pytest.mark.parametrize("journey", [QUICKSTART, FINETUNE, EXPORT, EXAMPLE, GLUE, OWN_MRPC,
+                                     PACKING, OWN_CORPUS, RECORDS],
                          ids=lambda journey: journey[1])
 def test_each_journey_is_in_its_doc(journey):
   doc, name, start, prints = journey
@@ -189,6 +196,49 @@ def test_glue_command_of_the_docs_runs_on_glues_layout(tmp_path, model_dir):
   assert [run["seed"] for run in sweep["runs"]] == seeds
   predictions = open(os.path.join(output, "submission", "CoLA.tsv")).read().splitlines()
   assert predictions[0] == "index\tprediction" and len(predictions) == 4
+
+
+def files_in(directory) -> dict:
+  """Every file under `directory` with its size and time of change, links followed: a clone's
+  links reach this checkout and the encoder it fine-tunes, which a run must not write either."""
+  found = {}
+  for root, folders, names in os.walk(directory, followlinks=True):
+    folders[:] = [name for name in folders if name != "__pycache__"]  # Python's, not the run's
+    for name in names:
+      status = os.stat(os.path.join(root, name))
+      found[os.path.relpath(os.path.join(root, name), directory)] = (status.st_size,
+                                                                     status.st_mtime_ns)
+  return found
+
+
+@pytest.mark.e2e
+@pytest.mark.xdist_group("journey_glue")
+def test_fine_tune_on_the_users_mrpc_files_writes_its_output_dir_alone(tmp_path, model_dir):
+  """docs/finetuning.md's fine-tune on a user's MRPC files (`glue/MRPC/`, GLUE's layout), with
+  `runs/mine` the suite's `model_dir`: it says its epoch and ends on the kept epoch's figures
+  and where the model is, writes what the doc lists in its --output_dir, and changes nothing
+  else in the clone (this checkout and the encoder included)."""
+  workdir = journeys.checkout(tmp_path)
+  os.makedirs(os.path.join(workdir, "runs"))
+  os.symlink(model_dir, os.path.join(workdir, "runs", "mine"))
+  glue_files.write_mrpc(os.path.join(workdir, "glue"))
+  argv = command(OWN_MRPC)
+  output = journeys.flag_value(argv, "output_dir")
+  before = files_in(workdir)
+  result = completed(journeys.run(argv, workdir, flags=SMALL_OWN_MRPC))
+  assert "of 2 labels (0, 1) for 1 epoch of 1 step; 4 dev examples" in result.stderr
+  assert re.search(r"^epoch 1/1: training loss [\d.]+, dev accuracy [\d.]+, macro F1 [\d.]+$",
+                   result.stderr, re.MULTILINE)
+  assert re.fullmatch(rf"Best epoch 1 of 1: dev accuracy [\d.]+, macro F1 [\d.]+\. The model "
+                      rf"is in {output}/export \(signature classify\)\.",
+                      result.stdout.splitlines()[-1])
+  assert set(os.listdir(os.path.join(workdir, output))) == {
+      "metrics.json", "task.json", "model.weights.h5", "bert_config.json", "vocab.txt", "logs",
+      "export", "classes.json"}
+  after = files_in(workdir)
+  assert {path: after.get(path) for path in before} == before
+  assert {path for path in after if path not in before} == {
+      journeys.FLAGFILE, *(path for path in after if path.startswith(output + os.sep))}
 
 
 def clone_with_a_corpus(directory, corpus_pattern) -> str:
