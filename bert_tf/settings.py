@@ -94,9 +94,10 @@ def from_flags(config_class, flag_values=flags.FLAGS):
 
 def flags_text(config_class, flag_values=flags.FLAGS) -> str:
   """Every setting as it was given or defaulted, one `--flag=value` a line: a flagfile that
-  re-creates the run."""
-  return "".join(flag_values[field.name].serialize() + "\n"
-                 for field in declared(config_class))
+  re-creates the run. A setting of no value (None, absl's empty serialization) is left out:
+  its default re-creates it."""
+  lines = (flag_values[field.name].serialize() for field in declared(config_class))
+  return "".join(f"{line}\n" for line in lines if line)
 
 
 def markdown_tables(config_class, leave_out=None) -> str:

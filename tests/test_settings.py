@@ -52,6 +52,22 @@ def test_flags_text_re_creates_the_config(tmp_path):
   assert given.dropout == 0 and not given.nsp and given.seq_length == 64
 
 
+def test_flags_text_has_no_empty_line(tmp_path):
+  """A setting of no value (`--dropout` unset: the preset's) is left out of flags.txt, not an
+  empty line, and the flagfile still re-creates the run."""
+  flag_values = flags.FlagValues()
+  settings.define_flags(TrainConfig, flag_values)
+  flag_values(["prog"])
+  text = settings.flags_text(TrainConfig, flag_values)
+  assert "" not in text.splitlines() and text.endswith("\n")
+  path = tmp_path / "flags.txt"
+  path.write_text(text)
+  again = flags.FlagValues()
+  settings.define_flags(TrainConfig, again)
+  again(["prog", f"--flagfile={path}"])
+  assert settings.from_flags(TrainConfig, again) == TrainConfig()
+
+
 def test_a_value_outside_the_choices_is_one_line():
   with pytest.raises(UserError, match=r"unknown optimizer 'sgd': use one of adamw, lamb"):
     settings.check_choices(TrainConfig(optimizer="sgd"))

@@ -78,6 +78,7 @@ def test_flags_txt_is_a_flagfile_and_rerun_resumes_finished_run(finished_run, co
   model_dir = copy_of(finished_run[0])  # flags.txt names the run's model_dir: go on in the copy
   flags_text = open(os.path.join(model_dir, "flags.txt")).read()
   assert f"--train_steps={TINY_RUN_STEPS}" in flags_text and "--seq_length=64" in flags_text
+  assert "" not in flags_text.splitlines()  # --dropout unset is left out, not an empty line
   # No serving SavedModel: the resume is what is tested (the run's own export, other tests').
   result = run(["train.py", f"--flagfile={os.path.join(model_dir, 'flags.txt')}",
                 f"--model_dir={model_dir}", "--noserving_export"])
