@@ -6,6 +6,7 @@ paired with its context as `TextEncoder` pairs texts, an absent ending all 0; an
 verified in a new process, exported as transformers' `BertForMultipleChoice` with our logits."""
 
 import csv
+import importlib
 import io
 import json
 import logging
@@ -21,7 +22,7 @@ from bert_tf.data import builtin_choice
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
 from bert_tf.export.formats import export_finetuned, verify_finetuned
-from bert_tf.finetune import FinetuneConfig, sweep
+from bert_tf.finetune import FinetuneConfig
 from bert_tf.finetune.data import TextEncoder
 from bert_tf.finetune.finetuned import load_finetuned
 from bert_tf.finetune.kinds.choose import choice
@@ -182,17 +183,25 @@ def small_builtin_choice(tmp_path):
 @pytest.mark.e2e
 @pytest.mark.usefixtures("warm_verification")  # the export's check forked, not a fresh Python
 def test_choose_trains_serves_predicts_and_exports_to_transformers(
-    shallow_model_dir, small_builtin_choice, tmp_path, caplog, monkeypatch):
+    shallow_model_dir, small_builtin_choice, tmp_path, caplog, capsys, monkeypatch):
+  """The command's run (`python -m bert_tf.finetune`'s) with --predict_file: one run, said as
+  one (its predictions, then its closing line; no sweep table, no sweep.json)."""
   import torch
   import transformers
 
   caplog.set_level(logging.INFO, logger="bert_tf")
   output_dir = str(tmp_path / "out")
   train_file, dev_file, test_file = small_builtin_choice
-  summary = sweep.run(FinetuneConfig(
+  importlib.import_module("bert_tf.finetune.__main__").run(FinetuneConfig(
       task="choose", model_dir=shallow_model_dir, train_file=train_file, dev_file=dev_file,
       output_dir=output_dir, epochs=2, learning_rate=2e-3, batch_size=8, seq_length=32,
       predict_file=test_file))
+  predictions = os.path.join(output_dir, "predictions.tsv")
+  printed = capsys.readouterr().out.splitlines()
+  assert printed[0] == f"Predictions: {predictions}" and len(printed) == 2, printed
+  assert re.fullmatch(rf"Best epoch [12] of 2: dev accuracy [\d.]+\. The model is in "
+                      rf"{re.escape(output_dir)}/export \(signature choose\)\.", printed[1])
+  assert not os.path.exists(os.path.join(output_dir, "sweep.json"))
   with open(os.path.join(output_dir, "metrics.json")) as f:
     results = json.load(f)
   assert results["task"] == "choose" and results["ranked_by"] == ["dev_accuracy"]
@@ -214,8 +223,7 @@ def test_choose_trains_serves_predicts_and_exports_to_transformers(
   features = encoder.features(tf.constant(test.contexts), tf.constant(choice.padded(
       test.endings)))
   ours = finetuned.model(features, training=False).numpy()
-  assert summary["predictions"] == [os.path.join(output_dir, "predictions.tsv")]
-  with open(summary["predictions"][0]) as f:
+  with open(predictions) as f:
     assert f.read() == "index\tprediction\n" + "".join(
         f"{i}\t{chosen}\n" for i, chosen in enumerate(ours.argmax(axis=-1)))
 

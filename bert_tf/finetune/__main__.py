@@ -24,15 +24,28 @@ def finetune(config: FinetuneConfig) -> None:
 
 
 def run(config: FinetuneConfig) -> None:
-  if config.sweeps:
-    from bert_tf.finetune import sweep
-    sweep.report(sweep.run(config))
+  """One run, or a sweep (`--seeds`, a grid) with its table; a single run with a GLUE task or
+  predictions goes through the sweep's code but is said as one run, its predictions before
+  its closing line."""
+  if not config.sweeps:
+    from bert_tf.finetune.training import finetune
+    say_kept(config, finetune(config))
     return
+  from bert_tf.finetune import sweep
+  summary = sweep.run(config)
+  if not sweep.is_single(config):
+    sweep.report(summary)
+    return
+  sweep.report_predictions(summary)
+  say_kept(config, summary["results"])
+
+
+def say_kept(config: FinetuneConfig, results: dict) -> None:
+  """The closing line: the kept epoch's figures and where the model is (the run's kind: a
+  GLUE task's, whatever --task says)."""
   from bert_tf.finetune.kinds.registry import kind_named
   from bert_tf.finetune.output_dir import EXPORT, WEIGHTS_FILE
-  from bert_tf.finetune.training import finetune
-  results = finetune(config)
-  task_kind = kind_named(config.task)
+  task_kind = kind_named(results["task"])
   where = (f"{config.output_dir}/{EXPORT} (signature {task_kind.signature})"
            if config.serving_export else f"{config.output_dir}/{WEIGHTS_FILE}")
   print(f"Best epoch {results['best_epoch']} of {results['epochs']}: "

@@ -2,7 +2,9 @@
 figures (a GLUE task's own, else the run's metrics.json figures), their mean and standard
 deviation per grid cell, and the cell with the best mean score kept, a run's score being the
 figure that chose its epoch (`ranked_by`, a GLUE task's score first); the cell's best seed
-predicts the test files. `sweep.json` in output_dir holds it all."""
+predicts the test files. `sweep.json` in output_dir holds it all. A single run (a GLUE task
+or predictions, no seeds nor grid) goes through here too, in output_dir itself, and is a run:
+no table, no sweep.json."""
 
 import dataclasses
 import logging
@@ -56,6 +58,11 @@ def summarize(runs: list[dict]) -> dict:
   return {"cells": cells, "best": max(cells, key=lambda cell: cell["score"])}
 
 
+def is_single(config: FinetuneConfig) -> bool:
+  """Whether the command is one run: no seeds nor grid beyond its own."""
+  return len(grid(config)) * len(seeds(config)) == 1
+
+
 def _run_dir(config: FinetuneConfig, rate: float, size: int, seed: int, single: bool) -> str:
   return config.output_dir if single else os.path.join(
       config.output_dir, f"lr{rate:g}_batch{size}_seed{seed}")
@@ -74,8 +81,9 @@ def scored(results: dict, glue_task) -> tuple[dict, float]:
 
 
 def run(config: FinetuneConfig) -> dict:
-  """Fine-tunes every (cell, seed), scores each on dev, writes and returns the summary, and
-  predicts `--predict_file` with the best run."""
+  """Fine-tunes every (cell, seed), scores each on dev, writes (several runs) and returns the
+  summary, and predicts `--predict_file` with the best run. The summary's `results` are the
+  last run's figures (its metrics.json), a single run's own."""
   config.check()
   glue_task = tasks.glue_task(config.glue_task) if config.glue_task else None
   cells, seed_list = grid(config), seeds(config)
@@ -85,7 +93,7 @@ def run(config: FinetuneConfig) -> dict:
     for seed in seed_list:
       run_config = dataclasses.replace(
           config, learning_rate=rate, batch_size=size, seed=seed,
-          output_dir=_run_dir(config, rate, size, seed, len(cells) * len(seed_list) == 1))
+          output_dir=_run_dir(config, rate, size, seed, is_single(config)))
       results = training.finetune(run_config)
       scores, score = scored(results, glue_task)
       log.info("learning rate %g, batch %d, seed %d: %s", rate, size, seed,
@@ -96,8 +104,9 @@ def run(config: FinetuneConfig) -> dict:
              "runs": runs, **summarize(runs)}
   summary["predictions"] = predictor.write_all(
       predicted, summary["best"]["best_run"], config.output_dir) if predicted else []
-  files.write_json(os.path.join(config.output_dir, "sweep.json"), summary)
-  return summary
+  if not is_single(config):
+    files.write_json(os.path.join(config.output_dir, "sweep.json"), summary)
+  return {**summary, "results": results}
 
 
 def to_predict(config: FinetuneConfig, glue_task) -> list:
@@ -111,7 +120,8 @@ def to_predict(config: FinetuneConfig, glue_task) -> list:
 
 
 def report(summary: dict) -> None:
-  """The summary on the console: each cell's seeds, mean and standard deviation; the best."""
+  """The summary of several runs on the console: each cell's seeds, mean and standard
+  deviation; the best; the predictions."""
   for cell in summary["cells"]:
     print(f"learning rate {cell['learning_rate']:g}, batch size {cell['batch_size']}:")
     for seed, scores in cell["seeds"].items():
@@ -122,5 +132,9 @@ def report(summary: dict) -> None:
   print(f"Best: learning rate {best['learning_rate']:g}, batch size {best['batch_size']} "
         f"(mean {summary['scored_by']} {best['score']:.4f}); its best run is in "
         f"{best['best_run']}.")
+  report_predictions(summary)
+
+
+def report_predictions(summary: dict) -> None:
   for path in summary["predictions"]:
     print(f"Predictions: {path}")
