@@ -3,10 +3,11 @@
 `create_pairs` runs the original's per-document loop (`create_instances_from_document`) inside
 the graph over a window of documents. Two deliberate improvements over the original:
 - a NotNext segment B always comes from another document of the window, and
-- the realised IsNext share is 50%: when IsNext is impossible (the chunk is the document's last
-  single sentence), the forced NotNext is paid back by making the next free choice IsNext.
-  A one-sentence chunk that is not at the end of its document takes the next sentence too, so
-  that it can be IsNext.
+- the realised IsNext share is 50%, on corpora of short documents too. A one-sentence chunk
+  that is not at the end of its document takes the next sentence too, so that it can be
+  IsNext. Where IsNext is impossible (the chunk is the document's last single sentence), the
+  choice that left that sentence alone has counted its forced NotNext (`_choose_is_next`); a
+  one-sentence document's NotNext is paid back by making the next free choice IsNext.
 """
 
 from typing import NamedTuple
@@ -64,7 +65,7 @@ class _Draws(NamedTuple):
   is_short: tf.Tensor  # below short_seq_prob: a short target length
   short_target: tf.Tensor  # that length, uniform in [2, max_num_tokens]
   a_size: tf.Tensor  # how many of the chunk's sentences go to A
-  is_next: tf.Tensor  # below 1/2: IsNext, when the choice is free
+  is_next: tf.Tensor  # below 1/2 (or 2/3): IsNext, when the choice is free
   other_document: tf.Tensor  # NotNext: the other document B comes from
   other_sentence: tf.Tensor  # NotNext: its sentence B starts at
 
@@ -132,18 +133,33 @@ def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_p
   return _Chunk(start=start, end=end, a_end=start + a_size, target=target, is_short=is_short)
 
 
-def _choose_is_next(chunk: _Chunk, active, owed, draw, can_be_not_next):
-  """IsNext with chance 1/2, except that a forced NotNext (one-sentence chunk at a document's
-  end) makes the next free choice IsNext. Returns (is_next [documents] bool, what is still
-  owed). (Measured: this keeps the share at 1/2 on real corpora; a NotNext also puts
-  sentences back, which makes more instances.)"""
+def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw, can_be_not_next):
+  """The IsNext decisions of one step, made so that IsNext and NotNext are equally many in
+  expectation, counting the forced NotNext (IsNext impossible: a one-sentence chunk at its
+  document's end) that a decision leaves behind. Returns (is_next [documents] bool, what is
+  still owed).
+
+  A choice that would leave the document's last sentence alone makes one more NotNext:
+  - if NotNext would (A ends one sentence before the document, so the put-back is that
+    sentence), the choice is IsNext with chance 2/3, since NotNext makes two: 2/3 = 2 * 1/3;
+  - if IsNext would (the chunk ends one sentence before the document), it is IsNext, which
+    with its forced NotNext is one of each.
+  Any other choice is IsNext with chance 1/2; what it puts back is balanced in its turn. So
+  every document of two or more sentences is balanced whatever its length. A one-sentence
+  document's NotNext is owed: the next free choices of the window (others at this step
+  first) are made IsNext to pay it back.
+  """
+  document_end = window.document_end
   can_be_next = chunk.end - chunk.start > 1
-  forced = active & ~can_be_next & can_be_not_next
-  free = active & can_be_next & can_be_not_next
-  owed += tf.reduce_sum(tf.cast(forced, tf.int64))  # other documents can pay at once
+  lone_after_next = chunk.end == document_end - 1
+  lone_after_not_next = chunk.a_end == document_end - 1
+  one_sentence_document = active & ~can_be_next & (chunk.start == window.document_start)
+  owed += tf.reduce_sum(tf.cast(one_sentence_document & can_be_not_next, tf.int64))
+  free = active & can_be_next & ~lone_after_next & can_be_not_next
   paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
-  is_next = tf.where(can_be_not_next, can_be_next & (paid | (draw < 0.5)), True)
-  return is_next, owed - tf.reduce_sum(tf.cast(paid, tf.int64))
+  chance = tf.where(lone_after_not_next, 2 / 3, 1 / 2)
+  is_next = can_be_next & (paid | lone_after_next | (draw < chance))
+  return tf.where(can_be_not_next, is_next, True), owed - tf.reduce_sum(tf.cast(paid, tf.int64))
 
 
 def _not_next_b(window: _Window, chunk: _Chunk, draws: _Draws):
@@ -171,7 +187,7 @@ def _step(window: _Window, start, owed, draws: _Draws, *, nsp, **chunk_options):
   active = start < window.document_end
   chunk = _chunk(window, start, draws, nsp=nsp, **chunk_options)
   # Without NSP the label is drawn all the same, and B is empty whatever it says.
-  is_next, owed = _choose_is_next(chunk, active, owed, draws.is_next,
+  is_next, owed = _choose_is_next(window, chunk, active, owed, draws.is_next,
                                   can_be_not_next=window.num_documents > 1)
   if nsp:
     other, other_first, other_last = _not_next_b(window, chunk, draws)
