@@ -52,6 +52,7 @@ class _Window(NamedTuple):
   token_splits: tf.Tensor  # [sentences + 1] int64, where each sentence's tokens start
   document_start: tf.Tensor  # [documents] int64, each document's first sentence
   document_end: tf.Tensor  # [documents] int64, one past its last sentence
+  last_sentence: tf.Tensor  # [documents] int64, its last sentence
   document: tf.Tensor  # [documents] int64, 0, 1, 2, ...
 
   @property
@@ -117,7 +118,7 @@ def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_p
                              tf.int64)
   target = tf.where(is_short, tf.minimum(short_target, max_num_tokens), max_num_tokens)
 
-  start = tf.minimum(start, window.document_end - 1)
+  start = tf.minimum(start, window.last_sentence)
   token_splits, document_end = window.token_splits, window.document_end
   end = _first_reaching(token_splits, tf.gather(token_splits, start) + target)
   end = tf.clip_by_value(end, start + 1, document_end)
@@ -133,7 +134,7 @@ def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_p
   return _Chunk(start=start, end=end, a_end=start + a_size, target=target, is_short=is_short)
 
 
-def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw, can_be_not_next):
+def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw):
   """The IsNext decisions of one step, made so that IsNext and NotNext are equally many in
   expectation, counting the forced NotNext (IsNext impossible: a one-sentence chunk at its
   document's end) that a decision leaves behind. Returns (is_next [documents] bool, what is
@@ -145,21 +146,24 @@ def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw, can_be_n
   - if IsNext would (the chunk ends one sentence before the document), it is IsNext, which
     with its forced NotNext is one of each.
   Any other choice is IsNext with chance 1/2; what it puts back is balanced in its turn. So
-  every document of two or more sentences is balanced whatever its length. A one-sentence
-  document's NotNext is owed: the next free choices of the window (others at this step
-  first) are made IsNext to pay it back.
+  every document of two or more sentences is balanced whatever its length. What one-sentence
+  documents owe (`_owed_at_start`) is paid by the window's first free choices, which are made
+  IsNext.
   """
-  document_end = window.document_end
   can_be_next = chunk.end - chunk.start > 1
-  lone_after_next = chunk.end == document_end - 1
-  lone_after_not_next = chunk.a_end == document_end - 1
-  one_sentence_document = active & ~can_be_next & (chunk.start == window.document_start)
-  owed += tf.reduce_sum(tf.cast(one_sentence_document & can_be_not_next, tf.int64))
-  free = active & can_be_next & ~lone_after_next & can_be_not_next
+  lone_after_next = chunk.end == window.last_sentence
+  free = active & can_be_next & ~lone_after_next
   paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
-  chance = tf.where(lone_after_not_next, 2 / 3, 1 / 2)
+  chance = tf.where(chunk.a_end == window.last_sentence, 2 / 3, 1 / 2)
   is_next = can_be_next & (paid | lone_after_next | (draw < chance))
-  return tf.where(can_be_not_next, is_next, True), owed - tf.reduce_sum(tf.cast(paid, tf.int64))
+  return is_next, owed - tf.reduce_sum(tf.cast(paid, tf.int64))
+
+
+def _owed_at_start(window: _Window):
+  """The NotNexts of the window's one-sentence documents (forced, at its first step), for its
+  free choices to pay back; none in a window of one document, where every pair is IsNext."""
+  one_sentence = tf.reduce_sum(tf.cast(window.last_sentence == window.document_start, tf.int64))
+  return tf.where(window.num_documents > 1, one_sentence, 0)
 
 
 def _not_next_b(window: _Window, chunk: _Chunk, draws: _Draws):
@@ -187,8 +191,8 @@ def _step(window: _Window, start, owed, draws: _Draws, *, nsp, **chunk_options):
   active = start < window.document_end
   chunk = _chunk(window, start, draws, nsp=nsp, **chunk_options)
   # Without NSP the label is drawn all the same, and B is empty whatever it says.
-  is_next, owed = _choose_is_next(window, chunk, active, owed, draws.is_next,
-                                  can_be_not_next=window.num_documents > 1)
+  is_next, owed = _choose_is_next(window, chunk, active, owed, draws.is_next)
+  is_next = tf.where(window.num_documents > 1, is_next, True)
   if nsp:
     other, other_first, other_last = _not_next_b(window, chunk, draws)
     b_first = tf.where(is_next, chunk.a_end, other_first)
@@ -229,7 +233,7 @@ def _instance_loop(window: _Window, seed, **step_options) -> _Instance:
   _, _, _, written = tf.while_loop(
       lambda step, start, owed, written: tf.reduce_any(start < window.document_end),
       body,
-      (tf.constant(0, tf.int64), window.document_start, tf.constant(0, tf.int64), empty))
+      (tf.constant(0, tf.int64), window.document_start, _owed_at_start(window), empty))
   return tf.cond(
       written.valid.size() > 0,
       lambda: _Instance(*(array.concat() for array in written)),
@@ -273,7 +277,7 @@ def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_lengt
   sentence_splits = sentence_tokens.row_splits  # [documents + 1]
   window = _Window(
       token_splits=sentence_tokens.values.row_splits, document_start=sentence_splits[:-1],
-      document_end=sentence_splits[1:],
+      document_end=sentence_splits[1:], last_sentence=sentence_splits[1:] - 1,
       document=tf.range(tf.size(sentence_splits, out_type=tf.int64) - 1))
   max_num_tokens = seq_length - (3 if nsp else 2)
 
