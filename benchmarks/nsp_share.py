@@ -7,7 +7,7 @@ and with one-sentence documents, at several sequence lengths, packed and not.
 Each corpus is the built-in corpus's sentences (Python's language reference), in order, cut
 into documents whose sizes cycle through a shape's list, so the text is real and only the
 documents' lengths change. For each corpus, sequence length and layout (--packing or not),
-counts the first --pairs pairs of `bert_tf.pretraining_dataset` (seed 0, short_seq_prob 0.1)
+counts the first --pairs pairs of `bert_tf.pretraining_dataset` (--seed, short_seq_prob 0.1)
 and prints their IsNext share in a table. The standard deviation of a fair share over n pairs
 is 0.5 / sqrt(n): 0.005 over 10,000.
 """
@@ -43,14 +43,14 @@ def write_corpus(path: str, shape: str) -> None:
 
 
 def is_next_share(path: str, vocab_file: str, seq_length: int, packing: bool,
-                  num_pairs: int) -> float:
+                  num_pairs: int, seed: int = 0) -> float:
   """The IsNext share of the first `num_pairs` pairs (or a few more: whole batches)."""
   import numpy as np
 
   import bert_tf
   batches = bert_tf.pretraining_dataset(
       path, vocab_file, seq_length=seq_length, max_predictions_per_seq=seq_length * 20 // 128,
-      batch_size=64, packing=packing, seed=0)
+      batch_size=64, packing=packing, seed=seed)
   is_next = pairs = 0
   for _, labels, weights in batches.as_numpy_iterator():
     real = np.asarray(weights["nsp"]) > 0
@@ -65,6 +65,7 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--seq_lengths", default="64,128,512")
   parser.add_argument("--pairs", type=int, default=10_000)
+  parser.add_argument("--seed", type=int, default=0)
   parser.add_argument("--shapes", default=",".join(SHAPES), help="corpus shapes, as SHAPES")
   parser.add_argument("--vocab_file", default="",
                       help="a vocabulary to use (default: one learned from the built-in corpus)")
@@ -85,7 +86,8 @@ def main(argv=None):
     for shape in args.shapes.split(","):
       path = os.path.join(directory, f"corpus-{shape}.txt")
       write_corpus(path, shape)
-      shares = [is_next_share(path, vocab_file, n, packing, args.pairs) for n, packing in columns]
+      shares = [is_next_share(path, vocab_file, n, packing, args.pairs, args.seed)
+                for n, packing in columns]
       print(f"| {shape} | " + " | ".join(f"{share:.3f}" for share in shares) + " |", flush=True)
 
 
