@@ -142,7 +142,8 @@ def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw):
 
   A choice that would leave the document's last sentence alone makes one more NotNext:
   - if NotNext would (A ends one sentence before the document, so the put-back is that
-    sentence), the choice is IsNext with chance 2/3, since NotNext makes two: 2/3 = 2 * 1/3;
+    sentence), the choice is IsNext with chance 2/3, since NotNext makes two: 2/3 IsNext
+    against 2 * 1/3 NotNext;
   - if IsNext would (the chunk ends one sentence before the document), it is IsNext, which
     with its forced NotNext is one of each.
   Any other choice is IsNext with chance 1/2; what it puts back is balanced in its turn. So
