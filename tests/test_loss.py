@@ -69,3 +69,22 @@ def test_loss_weights_scale_the_total():
                            verbose=0)
   np.testing.assert_allclose(
       results["loss"], 0.5 * results["mlm_loss"] + 2.0 * results["nsp_loss"], rtol=1e-5)
+
+
+@pytest.mark.parametrize("batch_size_known", [True, False])
+def test_evaluate_without_steps_on_a_stream_of_unknown_length(batch_size_known):
+  """On a stream of unknown length (as the pipeline's one-pass streams) Keras runs the test
+  step once more after the last batch, to find there is none (keras-team/keras#23084). Nothing
+  of that phantom step may count: without the guard in `test_step`, each per-output loss of a
+  one-batch stream came out halved (and the total too, when the batch size is static)."""
+  model = pretraining_model(CONFIG)
+  compile_for_pretraining(model, create_optimizer(warmup_steps=0, train_steps=10))
+  one_batch = tf.data.Dataset.from_tensors(small_batch())
+  stream = one_batch if batch_size_known else one_batch.unbatch().batch(4)
+  stream = stream.filter(lambda *_: True)
+  assert stream.cardinality() == tf.data.UNKNOWN_CARDINALITY
+  expected = model.evaluate(one_batch, return_dict=True, verbose=0)
+  with pytest.warns(UserWarning, match="ran out of data"):  # Keras's, at the phantom step
+    results = model.evaluate(stream, return_dict=True, verbose=0)
+  assert results == pytest.approx(expected, rel=1e-6)
+  assert results["mlm_loss"] > 1 and results["nsp_loss"] > 0.3

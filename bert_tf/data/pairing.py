@@ -3,10 +3,11 @@
 `create_pairs` runs the original's per-document loop (`create_instances_from_document`) inside
 the graph over a window of documents. Two deliberate improvements over the original:
 - a NotNext segment B always comes from another document of the window, and
-- the realised IsNext share is 50%: when IsNext is impossible (the chunk is the document's last
-  single sentence), the forced NotNext is paid back by making the next free choice IsNext.
-  A one-sentence chunk that is not at the end of its document takes the next sentence too, so
-  that it can be IsNext.
+- the realised IsNext share is 50%, on corpora of short documents too. A one-sentence chunk
+  that is not at the end of its document takes the next sentence too, so that it can be
+  IsNext. Where IsNext is impossible (the chunk is the document's last single sentence), the
+  choice that left that sentence alone has counted its forced NotNext (`_choose_is_next`); a
+  one-sentence document's NotNext is paid back by making the next free choice IsNext.
 """
 
 from typing import NamedTuple
@@ -51,6 +52,7 @@ class _Window(NamedTuple):
   token_splits: tf.Tensor  # [sentences + 1] int64, where each sentence's tokens start
   document_start: tf.Tensor  # [documents] int64, each document's first sentence
   document_end: tf.Tensor  # [documents] int64, one past its last sentence
+  last_sentence: tf.Tensor  # [documents] int64, its last sentence
   document: tf.Tensor  # [documents] int64, 0, 1, 2, ...
 
   @property
@@ -64,7 +66,7 @@ class _Draws(NamedTuple):
   is_short: tf.Tensor  # below short_seq_prob: a short target length
   short_target: tf.Tensor  # that length, uniform in [2, max_num_tokens]
   a_size: tf.Tensor  # how many of the chunk's sentences go to A
-  is_next: tf.Tensor  # below 1/2: IsNext, when the choice is free
+  is_next: tf.Tensor  # below 1/2 (or 2/3): IsNext, when the choice is free
   other_document: tf.Tensor  # NotNext: the other document B comes from
   other_sentence: tf.Tensor  # NotNext: its sentence B starts at
 
@@ -116,7 +118,7 @@ def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_p
                              tf.int64)
   target = tf.where(is_short, tf.minimum(short_target, max_num_tokens), max_num_tokens)
 
-  start = tf.minimum(start, window.document_end - 1)
+  start = tf.minimum(start, window.last_sentence)
   token_splits, document_end = window.token_splits, window.document_end
   end = _first_reaching(token_splits, tf.gather(token_splits, start) + target)
   end = tf.clip_by_value(end, start + 1, document_end)
@@ -132,18 +134,37 @@ def _chunk(window: _Window, start, draws: _Draws, *, max_num_tokens, short_seq_p
   return _Chunk(start=start, end=end, a_end=start + a_size, target=target, is_short=is_short)
 
 
-def _choose_is_next(chunk: _Chunk, active, owed, draw, can_be_not_next):
-  """IsNext with chance 1/2, except that a forced NotNext (one-sentence chunk at a document's
-  end) makes the next free choice IsNext. Returns (is_next [documents] bool, what is still
-  owed). (Measured: this keeps the share at 1/2 on real corpora; a NotNext also puts
-  sentences back, which makes more instances.)"""
+def _choose_is_next(window: _Window, chunk: _Chunk, active, owed, draw):
+  """The IsNext decisions of one step, made so that IsNext and NotNext are equally many in
+  expectation, counting the forced NotNext (IsNext impossible: a one-sentence chunk at its
+  document's end) that a decision leaves behind. Returns (is_next [documents] bool, what is
+  still owed).
+
+  A choice that would leave the document's last sentence alone makes one more NotNext:
+  - if NotNext would (A ends one sentence before the document, so the put-back is that
+    sentence), the choice is IsNext with chance 2/3, since NotNext makes two: 2/3 IsNext
+    against 2 * 1/3 NotNext;
+  - if IsNext would (the chunk ends one sentence before the document), it is IsNext, which
+    with its forced NotNext is one of each.
+  Any other choice is IsNext with chance 1/2; what it puts back is balanced in its turn. So
+  every document of two or more sentences is balanced whatever its length. What one-sentence
+  documents owe (`_owed_at_start`) is paid by the window's first free choices, which are made
+  IsNext.
+  """
   can_be_next = chunk.end - chunk.start > 1
-  forced = active & ~can_be_next & can_be_not_next
-  free = active & can_be_next & can_be_not_next
-  owed += tf.reduce_sum(tf.cast(forced, tf.int64))  # other documents can pay at once
+  lone_after_next = chunk.end == window.last_sentence
+  free = active & can_be_next & ~lone_after_next
   paid = free & (tf.cumsum(tf.cast(free, tf.int64)) <= owed)
-  is_next = tf.where(can_be_not_next, can_be_next & (paid | (draw < 0.5)), True)
+  chance = tf.where(chunk.a_end == window.last_sentence, 2 / 3, 1 / 2)
+  is_next = can_be_next & (paid | lone_after_next | (draw < chance))
   return is_next, owed - tf.reduce_sum(tf.cast(paid, tf.int64))
+
+
+def _owed_at_start(window: _Window):
+  """The NotNexts of the window's one-sentence documents (forced, at its first step), for its
+  free choices to pay back; none in a window of one document, where every pair is IsNext."""
+  one_sentence = tf.reduce_sum(tf.cast(window.last_sentence == window.document_start, tf.int64))
+  return tf.where(window.num_documents > 1, one_sentence, 0)
 
 
 def _not_next_b(window: _Window, chunk: _Chunk, draws: _Draws):
@@ -171,8 +192,8 @@ def _step(window: _Window, start, owed, draws: _Draws, *, nsp, **chunk_options):
   active = start < window.document_end
   chunk = _chunk(window, start, draws, nsp=nsp, **chunk_options)
   # Without NSP the label is drawn all the same, and B is empty whatever it says.
-  is_next, owed = _choose_is_next(chunk, active, owed, draws.is_next,
-                                  can_be_not_next=window.num_documents > 1)
+  is_next, owed = _choose_is_next(window, chunk, active, owed, draws.is_next)
+  is_next = tf.where(window.num_documents > 1, is_next, True)
   if nsp:
     other, other_first, other_last = _not_next_b(window, chunk, draws)
     b_first = tf.where(is_next, chunk.a_end, other_first)
@@ -213,7 +234,7 @@ def _instance_loop(window: _Window, seed, **step_options) -> _Instance:
   _, _, _, written = tf.while_loop(
       lambda step, start, owed, written: tf.reduce_any(start < window.document_end),
       body,
-      (tf.constant(0, tf.int64), window.document_start, tf.constant(0, tf.int64), empty))
+      (tf.constant(0, tf.int64), window.document_start, _owed_at_start(window), empty))
   return tf.cond(
       written.valid.size() > 0,
       lambda: _Instance(*(array.concat() for array in written)),
@@ -257,7 +278,7 @@ def create_pairs(sentence_tokens: tf.RaggedTensor, seed: tf.Tensor, *, seq_lengt
   sentence_splits = sentence_tokens.row_splits  # [documents + 1]
   window = _Window(
       token_splits=sentence_tokens.values.row_splits, document_start=sentence_splits[:-1],
-      document_end=sentence_splits[1:],
+      document_end=sentence_splits[1:], last_sentence=sentence_splits[1:] - 1,
       document=tf.range(tf.size(sentence_splits, out_type=tf.int64) - 1))
   max_num_tokens = seq_length - (3 if nsp else 2)
 

@@ -154,6 +154,15 @@ class PretrainingModel(BuiltBeforeFit):
     return self.train_function
 
   def test_step(self, data):
+    # As in `train_step`: nothing may run before the batch is read. On a stream of unknown
+    # length Keras runs the step once more after the last batch, to find that there is none
+    # (keras-team/keras#23084); what does not take the batch would run all the same (Keras
+    # counts each per-output loss once more, with the batch size it knows statically), and
+    # the figures of a one-batch stream would come out halved.
+    with tf.control_dependencies(tf.nest.flatten(data)):
+      return self._evaluated(data)
+
+  def _evaluated(self, data):
     x, y, sample_weight = data
     loss_weights = loss_lib.normalised_sample_weights(sample_weight, self.mlm_loss_reduction)
     self._losses_and_metrics(x, y, sample_weight, loss_weights, training=False)
