@@ -144,3 +144,14 @@ def test_a_count_of_one_is_said_in_the_singular():
              "most_frequent_token_accuracy": 0.05, "nsp_accuracy": 0.5, "nsp_loss": 0.7}
   assert summary(figures).startswith("Trained 1 step at 8 examples/s.\n")
   assert summary({**figures, "steps": 12}).startswith("Trained 12 steps at")
+
+
+def test_an_mlm_only_summary_says_nothing_of_nsp():
+  from bert_tf.training.watching.report import summary
+  figures = {"steps": 3, "examples_per_second": 8.0, "mlm_accuracy": 0.1, "mlm_loss": 6.0,
+             "most_frequent_token_accuracy": 0.05, "nsp_accuracy": 0.0, "nsp_loss": 0.0,
+             "eval_mlm_accuracy": 0.1, "eval_mlm_loss": 6.1, "eval_nsp_accuracy": 0.0,
+             "eval_nsp_loss": 0.0}
+  assert "NSP" in summary(figures)
+  assert "NSP" not in summary(figures, nsp=False)
+  assert "Held out: MLM accuracy 0.100, MLM loss 6.100." in summary(figures, nsp=False)

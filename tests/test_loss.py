@@ -71,6 +71,24 @@ def test_loss_weights_scale_the_total():
       results["loss"], 0.5 * results["mlm_loss"] + 2.0 * results["nsp_loss"], rtol=1e-5)
 
 
+def test_mlm_only_batches_train_nothing_of_the_nsp_head():
+  """An MLM-only stream's NSP weights are 0 (its labels are drawn, meaningless): the NSP loss
+  is 0 and the head's bias, which no weight decay touches, is left as it was, while the MLM
+  head learns."""
+  features, labels, weights = small_batch()
+  mlm_only = (features, labels, {**weights, "nsp": np.zeros_like(weights["nsp"])})
+  model = pretraining_model(CONFIG)
+  compile_for_pretraining(model, create_optimizer(learning_rate=1e-2, warmup_steps=0,
+                                                  train_steps=10))
+  nsp_bias = model.get_layer("nsp").bias.numpy().copy()
+  mlm_head = [w.numpy().copy() for w in model.get_layer("mlm").weights]
+  history = model.fit(tf.data.Dataset.from_tensors(mlm_only).repeat(2), epochs=1, verbose=0)
+  assert history.history["nsp_loss"][-1] == 0.0
+  np.testing.assert_array_equal(model.get_layer("nsp").bias.numpy(), nsp_bias)
+  assert not all(np.allclose(w.numpy(), before)
+                 for w, before in zip(model.get_layer("mlm").weights, mlm_head, strict=True))
+
+
 @pytest.mark.parametrize("batch_size_known", [True, False])
 def test_evaluate_without_steps_on_a_stream_of_unknown_length(batch_size_known):
   """On a stream of unknown length (as the pipeline's one-pass streams) Keras runs the test

@@ -199,8 +199,9 @@ def test_mlm_only_whole_word_masking(corpus_pattern, data_dir, tmp_path):
     features, labels, weights = _numpy(element)
     token_ids = _restored(features, labels, weights)
     lengths = features["padding_mask"].sum(axis=1)
-    # MLM only: [CLS] A [SEP], all segment 0.
+    # MLM only: [CLS] A [SEP], all segment 0, and the drawn NSP label weighs nothing.
     assert (features["segment_ids"] == 0).all()
+    assert (weights["nsp"] == 0).all() and (labels["nsp"] >= 0).all()
     for row, length in zip(token_ids, lengths):
       assert row[0] == vocabulary.cls_id
       assert np.nonzero(row == vocabulary.sep_id)[0].tolist() == [length - 1]

@@ -69,8 +69,10 @@ class ExampleBuilder:
         "masked_positions": masked.masked_positions,
     }
     labels = {"mlm": masked.masked_ids, "nsp": pairs.is_next}
+    # Without NSP (MLM only) the drawn label means nothing: weight 0, so that the NSP head,
+    # the pooler and [CLS] get no gradient from it and the NSP loss is 0.
     weights = {"mlm": masked.masked_weights,
-               "nsp": tf.ones_like(pairs.is_next, tf.float32)}
+               "nsp": tf.fill(tf.shape(pairs.is_next), float(self.config.nsp))}
     pair_facts = {"is_next": pairs.is_next, "document_a": pairs.document_a,
                   "document_b": pairs.document_b, "is_short": pairs.is_short}
     return features, labels, weights, pair_facts
