@@ -86,17 +86,23 @@ def _packed_pairs(features, labels, weights):
   return pairs
 
 
-def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_file, data_dir):
+@pytest.mark.parametrize("stream", [{}, dict(nsp=False, whole_word_masking=True)],
+                         ids=["nsp", "mlm_only_whole_words"])
+def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_file, data_dir,
+                                                       stream):
   """Each packed batch holds exactly the next run of the unpacked stream's pairs (masks,
   labels and all), padding falls from most of each row to a few percent, and a row's tokens,
-  predictions and pairs stay within its shape."""
-  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=160).take(1))
-  stream = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
-  packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True).take(6))
+  predictions and pairs stay within its shape; so too MLM only with whole-word masks."""
+  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=160,
+                             **stream).take(1))
+  stream_pairs = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
+  packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True,
+                           **stream).take(6))
   taken = 0
   for features, labels, sample_weights in packed:
     pairs = _packed_pairs(features, labels, sample_weights)
-    assert collections.Counter(pairs) == collections.Counter(stream[taken:taken + len(pairs)])
+    assert collections.Counter(pairs) == collections.Counter(
+        stream_pairs[taken:taken + len(pairs)])
     taken += len(pairs)
     assert features["token_ids"].shape == (ROWS, SEQ)
     assert labels["nsp"].shape == (ROWS, packing.max_pairs(SEQ))
