@@ -8,14 +8,19 @@ import json
 import logging
 import os
 
+import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf.data import builtin_corpus
 from bert_tf.data.tokenization import Vocabulary
 from bert_tf.errors import UserError
+from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime import run_lock
 from bert_tf.training import preparation, run_files, trainer
 from bert_tf.training.train_settings import TrainConfig
+from helpers import small_batch, tiny_bert
 
 
 def test_model_shape_takes_the_vocabulary_size_and_dropout(vocab_file):
@@ -54,3 +59,17 @@ def test_a_failed_run_leaves_the_model_dir_free_for_the_next_call(tmp_path, capl
         trainer.train(config)
     assert not os.path.exists(os.path.join(config.model_dir, run_lock.LOCK_FILE))
   assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_an_mlm_only_run_trains_no_nsp_head():
+  """--nonsp is MLM only: pairing still draws an IsNext label for each example (its random
+  stream stays aligned), but the NSP loss is compiled at weight 0, so those coin flips train
+  neither the NSP head nor the encoder under it."""
+  model = pretraining_model(tiny_bert())
+  options = trainer._compile_options(TrainConfig(nsp=False))
+  compile_for_pretraining(model, keras.optimizers.SGD(learning_rate=1.0), **options)
+  head = [w.numpy() for w in model.get_layer("nsp").weights]
+  model.train_step(tf.nest.map_structure(tf.convert_to_tensor, small_batch()))
+  for before, after in zip(head, model.get_layer("nsp").weights, strict=True):
+    np.testing.assert_array_equal(after.numpy(), before)
+  assert trainer._compile_options(TrainConfig())["nsp_loss_weight"] == 1.0

@@ -72,7 +72,10 @@ def train(config: TrainConfig, flags_text: str = "") -> dict:
 
 
 def _compile_options(config: TrainConfig) -> dict:
-  return dict(mlm_loss_weight=config.mlm_loss_weight, nsp_loss_weight=config.nsp_loss_weight,
+  """How the model is compiled. MLM only (--nonsp), the NSP loss weighs 0: pairing draws an
+  IsNext label all the same (`pairing.py`), a coin flip that must train nothing."""
+  nsp_loss_weight = config.nsp_loss_weight if config.nsp else 0.0
+  return dict(mlm_loss_weight=config.mlm_loss_weight, nsp_loss_weight=nsp_loss_weight,
               mlm_loss_reduction=config.mlm_loss_reduction,
               gradient_accumulation_steps=config.gradient_accumulation_steps,
               jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
