@@ -20,6 +20,7 @@ from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
 from bert_tf.runtime import run_lock
 from bert_tf.training import preparation, run_files, trainer
 from bert_tf.training.train_settings import TrainConfig
+from bert_tf.training.watching import report
 from helpers import small_batch, tiny_bert
 
 
@@ -64,7 +65,7 @@ def test_a_failed_run_leaves_the_model_dir_free_for_the_next_call(tmp_path, capl
 def test_an_mlm_only_run_trains_no_nsp_head():
   """--nonsp is MLM only: pairing still draws an IsNext label for each example (its random
   stream stays aligned), but the NSP loss is compiled at weight 0, so those coin flips train
-  neither the NSP head nor the encoder under it."""
+  neither the NSP head nor the encoder under it; the final figures leave out the NSP ones."""
   model = pretraining_model(tiny_bert())
   options = trainer._compile_options(TrainConfig(nsp=False))
   compile_for_pretraining(model, keras.optimizers.SGD(learning_rate=1.0), **options)
@@ -73,3 +74,10 @@ def test_an_mlm_only_run_trains_no_nsp_head():
   for before, after in zip(head, model.get_layer("nsp").weights, strict=True):
     np.testing.assert_array_equal(after.numpy(), before)
   assert trainer._compile_options(TrainConfig())["nsp_loss_weight"] == 1.0
+  figures = dict(steps=6, examples_per_second=100.0, mlm_accuracy=0.1, mlm_loss=7.0,
+                 most_frequent_token_accuracy=0.08, nsp_accuracy=0.5, nsp_loss=0.69,
+                 eval_mlm_accuracy=0.1, eval_mlm_loss=7.1, eval_nsp_accuracy=0.5,
+                 eval_nsp_loss=0.7)
+  assert report.summary(figures).count("NSP") == 4  # accuracy and loss, trained and held out
+  mlm_only = report.summary(figures, nsp=False)
+  assert "NSP" not in mlm_only and "MLM loss 7.100." in mlm_only
