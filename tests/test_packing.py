@@ -269,11 +269,11 @@ def _one_step(model_weights, batch, accumulation_steps=1, config=CONFIG):
   return model.get_weights()
 
 
-def test_a_packed_step_is_the_unpacked_one_also_accumulated_and_in_bf16():
+def test_a_packed_step_is_the_unpacked_one_also_accumulated_and_in_half_precision():
   """One update on a packed batch is the update on its pairs unpacked, also when the packed
   rows are split into accumulated parts (each part holding another number of pairs and masked
-  tokens: the losses are normalised over the whole batch). In bf16 each pair's outputs are its
-  unpacked ones within bf16's rounding."""
+  tokens: the losses are normalised over the whole batch). In bf16 and fp16 each pair's outputs
+  are its unpacked ones within their rounding."""
   config = dataclasses.replace(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   initial = randomised_model(config, stddev=0.05).get_weights()
   unpacked, packed = (next(iter(_batches(PAIRS, packed=layout))) for layout in (False, True))
@@ -281,17 +281,21 @@ def test_a_packed_step_is_the_unpacked_one_also_accumulated_and_in_bf16():
   for parts in (1, 2):
     for want, got in zip(expected, _one_step(initial, packed, parts, config), strict=True):
       np.testing.assert_allclose(got, want, atol=1e-5)
-  with precision.policy("bf16"):
-    model = pretraining_model(config)
-  model.set_weights(randomised_model(config).get_weights())
-  alone, together = model(unpacked[0]), model(packed[0])
-  mlm_alone = alone["mlm"].numpy()[np.stack([w["mlm"] for _, _, w in PAIRS]) > 0]
-  mlm_together = together["mlm"].numpy()[packed[2]["mlm"].numpy() > 0]
-  # bf16's rounding is 2^-8 of a value; pairs run together (the mask off) differ by 0.2 of
-  # the largest logit (measured: packed and unpacked give the same bf16 logits here).
-  np.testing.assert_allclose(mlm_together, mlm_alone, atol=1e-2 * np.abs(mlm_alone).max())
-  for row, slot, pair in [(0, 0, 0), (0, 1, 1), (1, 0, 2)]:
-    np.testing.assert_allclose(together["nsp"][row, slot], alone["nsp"][pair], atol=1e-2)
+  random_weights = randomised_model(config).get_weights()
+  for name in ("bf16", "fp16"):
+    with precision.policy(name):
+      model = pretraining_model(config)
+    model.set_weights(random_weights)
+    alone, together = model(unpacked[0]), model(packed[0])
+    mlm_alone = alone["mlm"].numpy()[np.stack([w["mlm"] for _, _, w in PAIRS]) > 0]
+    mlm_together = together["mlm"].numpy()[packed[2]["mlm"].numpy() > 0]
+    # bf16's rounding is 2^-8 of a value (fp16's 2^-11); pairs run together (the mask off)
+    # differ by 0.2 of the largest logit (measured: packed and unpacked give the same logits).
+    np.testing.assert_allclose(mlm_together, mlm_alone, atol=1e-2 * np.abs(mlm_alone).max(),
+                               err_msg=name)
+    for row, slot, pair in [(0, 0, 0), (0, 1, 1), (1, 0, 2)]:
+      np.testing.assert_allclose(together["nsp"][row, slot], alone["nsp"][pair], atol=1e-2,
+                                 err_msg=name)
 
 
 # One SGD step (learning rate 1: the update is the gradient) on the three pairs of `PAIRS` (the
