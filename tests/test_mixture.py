@@ -185,9 +185,12 @@ def config_of(groups, tmp_path, vocab_file, data_dir, **settings):
       verbose=False, seed=5, serving_export=False, **FAST, **settings)
 
 
-def test_the_audit_prints_each_groups_share(groups, tmp_path, vocab_file, data_dir, capsys):
-  config = audit.AuditConfig(**dataclasses.asdict(config_of(groups, tmp_path, vocab_file,
-                                                            data_dir)), num_examples=1024)
+@pytest.mark.parametrize("packing", [False, pytest.param(True, marks=pytest.mark.e2e)])
+def test_the_audit_prints_each_groups_share(groups, tmp_path, vocab_file, data_dir, capsys,
+                                            packing):
+  """Packed too: a packed row's pairs carry the facts of their pairs."""
+  run = dataclasses.replace(config_of(groups, tmp_path, vocab_file, data_dir), packing=packing)
+  config = audit.AuditConfig(**dataclasses.asdict(run), num_examples=1024)
   audit.show(config)
   (line,) = [line for line in capsys.readouterr().out.splitlines()
              if line.startswith("group_shares")]

@@ -158,14 +158,18 @@ def test_records_pack_as_text_does(short_documents, vocab_file, data_dir, tmp_pa
 
 
 def test_audit_counts_pairs_of_packed_rows(short_documents, vocab_file, data_dir, tmp_path):
-  """`bert_tf.audit --packing`: the shares per pair, the padding and the pairs a row; each
-  row's text shows its pairs."""
+  """`bert_tf.audit --packing`: the shares per pair, the padding and the pairs a row, and the
+  facts of each packed pair (its documents, a short target); each row's text shows its
+  pairs."""
   config = AuditConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=str(tmp_path),
                        input_files=short_documents, packing=True)
   texts, stats = audit(config, num_examples=64, show_examples=2, batch_size=32)
   assert stats["pairs_per_row"] > 1.5 and stats["examples"] > 96
   assert stats["padding_share"] < 0.1
   assert stats["masked_share"] == pytest.approx(0.15, abs=0.02)
+  # Each NotNext's B is from another document; the documents are those of its pairs.
+  assert stats["not_next_other_document_share"] == 1.0
+  assert stats["examples"] / 2 < stats["documents"] < 2 * stats["examples"]
   assert len(texts) == 2 and all(" || " in text for text in texts)
 
 
