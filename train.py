@@ -38,7 +38,7 @@ def train(config: TrainConfig) -> None:
     if not failures.is_input_failure(e):
       raise
     console.stop(f"stopped: could not read the input: {failures.describe(e)}", 1)
-  print(report.summary(metrics))
+  print(report.summary(metrics, nsp=config.nsp))
   chief = strategy.is_chief(cluster.joined())
   if chief and config.serving_export and config.input_format != RECORDS:  # records: no text
     # Other workers wrote their copies elsewhere (strategy.worker_model_dir).

@@ -109,6 +109,9 @@ class Statistics:
     self.with_pairs &= facts is not None
     if not self.with_pairs:
       return
+    # A fact per pair: [rows], or a packed row's per slot [rows, pairs] (only its pairs').
+    facts = {name: np.asarray(value)[is_pair] for name, value in facts.items()}
+    not_next = not_next[is_pair]
     c["not_next_other"] += int(
         (not_next & (facts["document_a"] != facts["document_b"])).sum())
     c["short"] += int(facts["is_short"].sum())

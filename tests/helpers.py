@@ -163,9 +163,10 @@ def start(args, stdout=subprocess.PIPE, cwd=ROOT, as_user=False, fresh=False, **
                          stdout=stdout, fresh=fresh or as_user)
 
 
-def run_script(script, timeout=900):
-  """Runs `script` with `python -c`; what it printed as JSON on its last line."""
-  result = run(["-c", script], timeout=timeout)
+def run_script(script, *args, timeout=900):
+  """Runs `script` with `python -c` (`args` its arguments); what it printed as JSON on its
+  last line."""
+  result = run(["-c", script, *args], timeout=timeout)
   assert result.returncode == 0, result.stderr[-3000:]
   return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -1,7 +1,8 @@
 """Corpora mixed by weight (--input_weights, `bert_tf/data/mixture.py`) on the built-in corpus
 cut into two groups (its first two files, about 235 KB, and its last two, about 180 KB): the
-shares realised, NotNext partners within each group, the exact restart, the held-out share of
-each group, the audit's shares, a run that records and resumes the mixture, bad input.
+shares realised, NotNext partners within each group, the exact restart (packed too), the
+held-out share of each group, the audit's shares, a run that records and resumes the mixture,
+bad input.
 
 Which group an example's text comes from is told by its tokens: a token that occurs in one
 group's files only cannot appear in an example of the other group (the masked positions given
@@ -17,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import audit
-from bert_tf.data import corpus, holdout, input_plan, stream_position
+from bert_tf.data import builtin_corpus, corpus, holdout, input_plan, stream_position
 from bert_tf.data.data_position import DataPosition
 from bert_tf.data.data_settings import MixtureConfig
 from bert_tf.data.pipeline import pretraining_dataset
@@ -48,9 +49,9 @@ def groups(tmp_path_factory, corpus_pattern):
 
 
 def mixed(input_files, vocab_file, **options):
-  return pretraining_dataset(input_files, vocab_file, seq_length=SEQ,
-                             max_predictions_per_seq=PREDICTIONS, batch_size=BATCH,
-                             weights=WEIGHTS, seed=7, **{**FAST, **options})
+  defaults = dict(seq_length=SEQ, max_predictions_per_seq=PREDICTIONS, batch_size=BATCH)
+  return pretraining_dataset(input_files, vocab_file, weights=WEIGHTS, seed=7,
+                             **{**defaults, **FAST, **options})
 
 
 def as_numpy(dataset, batches):
@@ -131,6 +132,27 @@ def test_a_restart_anywhere_gives_the_same_batches(groups, stream, vocab_file, d
     tf.nest.map_structure(np.testing.assert_array_equal, again, uninterrupted)
 
 
+@pytest.mark.e2e
+def test_a_packed_mixture_restarts_after_its_last_batch(vocab_file, data_dir):
+  """Packed (--packing), a mixed stream's batch is a run of consecutive examples too, its
+  position each entry's largest: started after batch k it gives the batches that followed.
+  The groups: the files of the built-in corpus cut into two-sentence documents, which pack
+  several pairs a row at 64 tokens."""
+  directory = os.path.dirname(builtin_corpus.corpus_pattern(data_dir, sentences_per_document=2))
+  input_files = ",".join(os.path.join(directory, f"pydoc_topics-{files}-*.txt")
+                         for files in ("0[01]", "0[23]"))
+  packed = dict(data_dir=data_dir, with_positions=True, packing=True, batch_size=8,
+                seq_length=64, max_predictions_per_seq=10)
+  stream = as_numpy(mixed(input_files, vocab_file, **packed), 5)
+  assert sum(weights["nsp"].sum() for _, _, weights in stream) > 1.1 * 5 * 8  # shared rows
+  position = DataPosition(1, width=len(WEIGHTS) + 1)
+  position.record(tf.constant(stream[2][0][stream_position.FEATURE]))
+  restarted = as_numpy(mixed(input_files, vocab_file, start_position=position.start(1, 0),
+                             **packed), 2)
+  for again, uninterrupted in zip(restarted, stream[3:], strict=True):
+    tf.nest.map_structure(np.testing.assert_array_equal, again, uninterrupted)
+
+
 def test_each_group_holds_out_its_share(groups, vocab_file, data_dir):
   """--eval_fraction holds out documents of each group: the held-out stream draws from both
   groups as weighted, and shows no token that only the trained documents have."""
@@ -163,9 +185,12 @@ def config_of(groups, tmp_path, vocab_file, data_dir, **settings):
       verbose=False, seed=5, serving_export=False, **FAST, **settings)
 
 
-def test_the_audit_prints_each_groups_share(groups, tmp_path, vocab_file, data_dir, capsys):
-  config = audit.AuditConfig(**dataclasses.asdict(config_of(groups, tmp_path, vocab_file,
-                                                            data_dir)), num_examples=1024)
+@pytest.mark.parametrize("packing", [False, pytest.param(True, marks=pytest.mark.e2e)])
+def test_the_audit_prints_each_groups_share(groups, tmp_path, vocab_file, data_dir, capsys,
+                                            packing):
+  """Packed too: a packed row's pairs carry the facts of their pairs."""
+  run = dataclasses.replace(config_of(groups, tmp_path, vocab_file, data_dir), packing=packing)
+  config = audit.AuditConfig(**dataclasses.asdict(run), num_examples=1024)
   audit.show(config)
   (line,) = [line for line in capsys.readouterr().out.splitlines()
              if line.startswith("group_shares")]

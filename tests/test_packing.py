@@ -3,9 +3,12 @@ in a run of consecutive examples that resumes exactly; the model gives each pair
 row what it gives the pair alone, so the losses are the unpacked ones."""
 
 import collections
+import dataclasses
 import os
+import pickle
 import signal
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,13 +19,16 @@ from bert_tf.data import builtin_corpus, packing, records
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.model.bert_config import BertConfig
 from bert_tf.model.pretraining import compile_for_pretraining, pretraining_model
+from bert_tf.runtime import precision
 from bert_tf.training.trainer import TrainConfig, train
 from helpers import (
   RESUMABLE_CONFIG,
+  TWO_CPUS_TINY_BERT,
   one_layer_config,
   randomised_model,
   resumable_run,
   run,
+  run_script,
   start,
   wait_for_checkpoint,
   weights,
@@ -80,17 +86,23 @@ def _packed_pairs(features, labels, weights):
   return pairs
 
 
-def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_file, data_dir):
+@pytest.mark.parametrize("stream", [{}, dict(nsp=False, whole_word_masking=True)],
+                         ids=["nsp", "mlm_only_whole_words"])
+def test_packed_batches_hold_runs_of_consecutive_pairs(short_documents, vocab_file, data_dir,
+                                                       stream):
   """Each packed batch holds exactly the next run of the unpacked stream's pairs (masks,
   labels and all), padding falls from most of each row to a few percent, and a row's tokens,
-  predictions and pairs stay within its shape."""
-  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=160).take(1))
-  stream = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
-  packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True).take(6))
+  predictions and pairs stay within its shape; so too MLM only with whole-word masks."""
+  unpacked = _numpy(_dataset(short_documents, vocab_file, data_dir, batch_size=160,
+                             **stream).take(1))
+  stream_pairs = [pair for batch in unpacked for pair in _unpacked_pairs(*batch)]
+  packed = _numpy(_dataset(short_documents, vocab_file, data_dir, packing=True,
+                           **stream).take(6))
   taken = 0
   for features, labels, sample_weights in packed:
     pairs = _packed_pairs(features, labels, sample_weights)
-    assert collections.Counter(pairs) == collections.Counter(stream[taken:taken + len(pairs)])
+    assert collections.Counter(pairs) == collections.Counter(
+        stream_pairs[taken:taken + len(pairs)])
     taken += len(pairs)
     assert features["token_ids"].shape == (ROWS, SEQ)
     assert labels["nsp"].shape == (ROWS, packing.max_pairs(SEQ))
@@ -146,14 +158,18 @@ def test_records_pack_as_text_does(short_documents, vocab_file, data_dir, tmp_pa
 
 
 def test_audit_counts_pairs_of_packed_rows(short_documents, vocab_file, data_dir, tmp_path):
-  """`bert_tf.audit --packing`: the shares per pair, the padding and the pairs a row; each
-  row's text shows its pairs."""
+  """`bert_tf.audit --packing`: the shares per pair, the padding and the pairs a row, and the
+  facts of each packed pair (its documents, a short target); each row's text shows its
+  pairs."""
   config = AuditConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=str(tmp_path),
                        input_files=short_documents, packing=True)
   texts, stats = audit(config, num_examples=64, show_examples=2, batch_size=32)
   assert stats["pairs_per_row"] > 1.5 and stats["examples"] > 96
   assert stats["padding_share"] < 0.1
   assert stats["masked_share"] == pytest.approx(0.15, abs=0.02)
+  # Each NotNext's B is from another document; the documents are those of its pairs.
+  assert stats["not_next_other_document_share"] == 1.0
+  assert stats["examples"] / 2 < stats["documents"] < 2 * stats["examples"]
   assert len(texts) == 2 and all(" || " in text for text in texts)
 
 
@@ -244,3 +260,85 @@ def test_packed_run_resumes_exactly_and_exports_the_same_bert(
     np.testing.assert_allclose(got[name], expected[name], atol=1e-5, err_msg=name)
   encoder = tf.saved_model.load(os.path.join(whole, "export"))
   assert "fill_mask" in encoder.signatures
+
+
+def _one_step(model_weights, batch, accumulation_steps=1, config=CONFIG):
+  """The weights after one SGD step (learning rate 1: the update is the gradient) on `batch`,
+  from `model_weights`, the batch split into `accumulation_steps` accumulated parts."""
+  model = pretraining_model(config)
+  model.set_weights(model_weights)
+  compile_for_pretraining(model, keras.optimizers.SGD(learning_rate=1.0),
+                          gradient_accumulation_steps=accumulation_steps)
+  model.train_step(tf.nest.map_structure(tf.convert_to_tensor, batch))  # eagerly: no tracing
+  return model.get_weights()
+
+
+def test_a_packed_step_is_the_unpacked_one_also_accumulated_and_in_half_precision():
+  """One update on a packed batch is the update on its pairs unpacked, also when the packed
+  rows are split into accumulated parts (each part holding another number of pairs and masked
+  tokens: the losses are normalised over the whole batch). In bf16 and fp16 each pair's outputs
+  are its unpacked ones within their rounding."""
+  config = dataclasses.replace(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  initial = randomised_model(config, stddev=0.05).get_weights()
+  unpacked, packed = (next(iter(_batches(PAIRS, packed=layout))) for layout in (False, True))
+  expected = _one_step(initial, unpacked, config=config)
+  for parts in (1, 2):
+    for want, got in zip(expected, _one_step(initial, packed, parts, config), strict=True):
+      np.testing.assert_allclose(got, want, atol=1e-5)
+  random_weights = randomised_model(config).get_weights()
+  for name in ("bf16", "fp16"):
+    with precision.policy(name):
+      model = pretraining_model(config)
+    model.set_weights(random_weights)
+    alone, together = model(unpacked[0]), model(packed[0])
+    mlm_alone = alone["mlm"].numpy()[np.stack([w["mlm"] for _, _, w in PAIRS]) > 0]
+    mlm_together = together["mlm"].numpy()[packed[2]["mlm"].numpy() > 0]
+    # bf16's rounding is 2^-8 of a value (fp16's 2^-11); pairs run together (the mask off)
+    # differ by 0.2 of the largest logit (measured: packed and unpacked give the same logits).
+    np.testing.assert_allclose(mlm_together, mlm_alone, atol=1e-2 * np.abs(mlm_alone).max(),
+                               err_msg=name)
+    for row, slot, pair in [(0, 0, 0), (0, 1, 1), (1, 0, 2)]:
+      np.testing.assert_allclose(together["nsp"][row, slot], alone["nsp"][pair], atol=1e-2,
+                                 err_msg=name)
+
+
+# One SGD step (learning rate 1: the update is the gradient) on the three pairs of `PAIRS` (the
+# two batches pickled in the file given): unpacked on one device, and packed in two rows over
+# two replicas (one row each: two pairs on one replica, one on the other), dropout off; prints
+# the largest difference of the updates over the largest update, and of the losses.
+TWO_REPLICAS_PACKED = TWO_CPUS_TINY_BERT + r"""
+import pickle, sys
+with open(sys.argv[1], "rb") as file:
+  unpacked_batch, packed_batch = pickle.load(file)
+keras.utils.set_random_seed(0)
+initial = pretraining_model(CONFIG).get_weights()
+
+def update(strategy, batch):
+  with strategy.scope():
+    model = pretraining_model(CONFIG)
+    model.set_weights(initial)
+    compile_for_pretraining(model, keras.optimizers.SGD(learning_rate=1.0))
+  logs = model.fit(tf.data.Dataset.from_tensors(batch).repeat(), steps_per_epoch=1,
+                   verbose=0).history
+  return [w - w0 for w, w0 in zip(model.get_weights(), initial)], logs
+
+alone, alone_logs = update(tf.distribute.get_strategy(), unpacked_batch)
+packed, packed_logs = update(tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"]), packed_batch)
+scale = max(np.abs(d).max() for d in alone)
+print(json.dumps({"scale": float(scale),
+                  "update": float(max(np.abs(a - p).max() for a, p in zip(alone, packed)) / scale),
+                  "losses": float(max(abs(alone_logs[k][0] - packed_logs[k][0])
+                                      for k in alone_logs if "loss" in k))}))
+"""
+
+
+@pytest.mark.e2e
+def test_packed_rows_over_two_replicas_make_the_unpacked_step(tmp_path):
+  """Two replicas, one packed row each (two pairs and one): the step is the one-device step on
+  the pairs unpacked, the losses normalised over the global batch's pairs and masked tokens."""
+  batches = tmp_path / "batches.pickle"
+  batches.write_bytes(pickle.dumps([_numpy(_batches(PAIRS, packed=layout).take(1))[0]
+                                    for layout in (False, True)]))
+  results = run_script(TWO_REPLICAS_PACKED, str(batches))
+  assert results["scale"] > 1e-3
+  assert results["update"] < 1e-5 and results["losses"] < 1e-5, results

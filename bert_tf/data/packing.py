@@ -55,13 +55,16 @@ def packed(examples: tf.data.Dataset, rows: int, keyed: bool,
   """`examples` (`(features, labels, weights)`, or `(key, example)` when `keyed`) packed in
   batches of `rows` rows: `(features, labels, weights)`, or `(keys, batch)` with each row's
   key the largest of its examples'. A `finite` stream's last batch keeps only its rows that
-  hold a pair; an endless one's batches all have `rows` rows."""
+  hold a pair; an endless one's batches all have `rows` rows. Examples that carry the facts
+  of their pair (a fourth element, `Batching.with_pairs`) give each fact per pair, [rows,
+  pairs] (0 on an empty slot)."""
   if not keyed:
     examples = examples.map(lambda *example: (tf.constant(-1, tf.int64), example))
   key_spec, example_spec = examples.element_spec
   shape = RowShape.of(example_spec[:3], rows)
-  packer = _Packer(shape, key_spec.shape)
-  elements = examples.map(lambda key, example: (False, key, example[:3]))
+  packer = _Packer(shape, key_spec.shape, example_spec[3] if len(example_spec) > 3 else {})
+  elements = examples.map(lambda key, example: (False, key, (*example[:3], (
+      example[3] if len(example) > 3 else {}))))
   if finite:  # an end marker closes the last batch
     end = tf.nest.map_structure(lambda spec: tf.zeros(spec.shape, spec.dtype),
                                 elements.element_spec)
@@ -75,9 +78,10 @@ class _Packer:
   """The steps of the packing scan: its state is the batch being filled (a dict of
   [rows, ...] tensors, `empty`), each step places one example in it (`step`)."""
 
-  def __init__(self, shape: RowShape, key_shape: tf.TensorShape):
+  def __init__(self, shape: RowShape, key_shape: tf.TensorShape, facts_spec: dict):
     self.shape = shape
     self.key_shape = key_shape
+    self.facts_spec = facts_spec  # the facts of a pair, each a scalar
 
   def empty(self) -> dict:
     rows, seq, predictions, pairs = (self.shape.rows, self.shape.seq_length,
@@ -92,13 +96,15 @@ class _Packer:
         "cls_positions": zeros(pairs), "is_next": zeros(pairs),
         "nsp_weights": tf.zeros([rows, pairs]),
         "keys": tf.fill([rows, *self.key_shape], tf.constant(-1, tf.int64)),
+        "facts": {name: tf.zeros([rows, pairs], spec.dtype)
+                  for name, spec in self.facts_spec.items()},
     }
 
   def step(self, batch: dict, element) -> tuple:
     """Places `element`'s example in `batch`, or, if no row holds it (or it is the end
     marker), closes `batch` and places it in an empty one. Emits (closed, the batch closed)."""
-    is_end, key, (features, labels, weights) = element
-    example = _Example.of(features, labels, weights)
+    is_end, key, (features, labels, weights, facts) = element
+    example = _Example.of(features, labels, weights, facts)
     closes = tf.logical_or(is_end, tf.logical_not(tf.reduce_any(self._fits(batch, example))))
     fresh = self.empty()
     opened = tf.nest.map_structure(lambda new, old: tf.where(closes, new, old), fresh, batch)
@@ -132,6 +138,8 @@ class _Packer:
     }
     placed = {name: _written(batch[name], row, start, values)
               for name, (start, values) in written.items()}
+    placed["facts"] = {name: _written(batch["facts"][name], row, slot, value[None])
+                       for name, value in example.facts.items()}
     counts = {"free": -example.length, "pairs": 1, "masked": example.masked}
     placed.update({name: tf.tensor_scatter_nd_add(batch[name], [[row]], [change])
                    for name, change in counts.items()})
@@ -153,7 +161,8 @@ class _Packer:
     }
     labels = {"mlm": batch["masked_ids"], "nsp": batch["is_next"]}
     weights = {"mlm": batch["masked_weights"], "nsp": batch["nsp_weights"]}
-    return batch["keys"], (features, labels, weights)
+    facts = (batch["facts"],) if self.facts_spec else ()
+    return batch["keys"], (features, labels, weights, *facts)
 
 
 def _written(buffer: tf.Tensor, row: tf.Tensor, start: tf.Tensor,
@@ -177,9 +186,10 @@ class _Example:
   masked_weights: tf.Tensor
   is_next: tf.Tensor
   nsp_weight: tf.Tensor
+  facts: dict  # the facts of its pair (`Batching.with_pairs`), or none
 
   @classmethod
-  def of(cls, features: dict, labels: dict, weights: dict) -> "_Example":
+  def of(cls, features: dict, labels: dict, weights: dict, facts: dict) -> "_Example":
     as_int32 = lambda t: tf.cast(t, tf.int32)  # noqa: E731
     length = tf.reduce_sum(as_int32(features["padding_mask"]))
     real = weights["mlm"] > 0
@@ -189,4 +199,4 @@ class _Example:
         as_int32(tf.boolean_mask(features["masked_positions"], real)),
         as_int32(tf.boolean_mask(labels["mlm"], real)),
         tf.cast(tf.boolean_mask(weights["mlm"], real), tf.float32),
-        as_int32(labels["nsp"]), tf.cast(weights["nsp"], tf.float32))
+        as_int32(labels["nsp"]), tf.cast(weights["nsp"], tf.float32), facts)

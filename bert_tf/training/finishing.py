@@ -49,7 +49,7 @@ def finish(model: keras.Model, config: TrainConfig, vocabulary: Vocabulary,
                      os.path.join(config.model_dir, "curves.png"),
                      metrics["most_frequent_token_accuracy"])
   files.write_text(os.path.join(config.model_dir, "summary.txt"),
-                   report.summary(metrics, config.nsp) + "\n")
+                   report.summary(metrics, nsp=config.nsp) + "\n")
   if config.serving_export:
     _write_serving_export(model, config, vocabulary)
   return metrics

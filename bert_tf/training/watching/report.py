@@ -4,8 +4,6 @@ import json
 
 import tensorflow as tf
 
-from bert_tf.console import counted
-
 RANDOM = "probe_random_"  # the probe's figure on random weights, beside `probe_<figure>`
 
 
@@ -61,24 +59,27 @@ def plot_curves(history_path: str, png_path: str, baseline_accuracy: float) -> N
 def summary(metrics: dict, nsp: bool = True) -> str:
   """The final figures in three lines (the rates over training time only), the baselines
   beside the accuracies, a fourth for the held-out data when there is some, and one for the
-  probe; an MLM-only run (`nsp` False, its NSP figures all 0) without NSP's."""
+  probe. MLM only (`nsp` False) leaves out the NSP line and figures: of a head nothing
+  trained."""
   tokens = (f" ({metrics['tokens_per_second']:,.0f} real tokens/s, "
             f"{metrics['padding_share']:.0%} padding)" if "tokens_per_second" in metrics else "")
   return "\n".join([
-      f"Trained {counted(metrics['steps'], 'step')} at "
-      f"{metrics['examples_per_second']:,.0f} examples/s"
+      f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:,.0f} examples/s"
       f"{tokens}.",
       f"MLM accuracy {metrics['mlm_accuracy']:.3f} (always predicting the most frequent "
       f"token: {metrics['most_frequent_token_accuracy']:.3f}); MLM loss "
       f"{metrics['mlm_loss']:.3f}.",
       *([f"NSP accuracy {metrics['nsp_accuracy']:.3f} (chance: 0.5); NSP loss "
          f"{metrics['nsp_loss']:.3f}."] if nsp else []),
-      *([f"Held out: MLM accuracy {metrics['eval_mlm_accuracy']:.3f}, MLM loss "
-         f"{metrics['eval_mlm_loss']:.3f}" + (
-             f"; NSP accuracy {metrics['eval_nsp_accuracy']:.3f}, NSP loss "
-             f"{metrics['eval_nsp_loss']:.3f}." if nsp else ".")]
-        if "eval_mlm_loss" in metrics else []),
+      *([_held_out(metrics, nsp)] if "eval_mlm_loss" in metrics else []),
       *[f"Probe: dev {name.replace('_', ' ')} {metrics[f'probe_{name}']:.3f} after "
         f"fine-tuning a copy of the encoder (the same on random weights: "
         f"{metrics[f'probe_random_{name}']:.3f})." for name in [probe_figure(metrics)] if name],
   ])
+
+
+def _held_out(metrics: dict, nsp: bool) -> str:
+  nsp_figures = (f"; NSP accuracy {metrics['eval_nsp_accuracy']:.3f}, NSP loss "
+                 f"{metrics['eval_nsp_loss']:.3f}" if nsp else "")
+  return (f"Held out: MLM accuracy {metrics['eval_mlm_accuracy']:.3f}, MLM loss "
+          f"{metrics['eval_mlm_loss']:.3f}{nsp_figures}.")
