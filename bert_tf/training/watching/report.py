@@ -4,6 +4,8 @@ import json
 
 import tensorflow as tf
 
+from bert_tf.console import counted
+
 RANDOM = "probe_random_"  # the probe's figure on random weights, beside `probe_<figure>`
 
 
@@ -64,7 +66,8 @@ def summary(metrics: dict, nsp: bool = True) -> str:
   tokens = (f" ({metrics['tokens_per_second']:,.0f} real tokens/s, "
             f"{metrics['padding_share']:.0%} padding)" if "tokens_per_second" in metrics else "")
   return "\n".join([
-      f"Trained {metrics['steps']} steps at {metrics['examples_per_second']:,.0f} examples/s"
+      f"Trained {counted(metrics['steps'], 'step')} at "
+      f"{metrics['examples_per_second']:,.0f} examples/s"
       f"{tokens}.",
       f"MLM accuracy {metrics['mlm_accuracy']:.3f} (always predicting the most frequent "
       f"token: {metrics['most_frequent_token_accuracy']:.3f}); MLM loss "
