@@ -33,13 +33,13 @@ def dataset(args, pattern, vocab_file, data_dir, packing, held_out, **options):
 
 def padding_share(batches) -> tuple[float, float, float]:
   """(padding share, pairs a row, real tokens a pair) of `batches`."""
-  import numpy as np
+  from bert_tf.audit import pairs_present
   real = rows = slots = pairs = 0
-  for features, _, weights in batches.as_numpy_iterator():
+  for features, labels, _ in batches.as_numpy_iterator():
     real += int(features["padding_mask"].sum())
     slots += features["padding_mask"].size
     rows += len(features["padding_mask"])
-    pairs += int((np.asarray(weights["nsp"]) > 0).sum())
+    pairs += int(pairs_present(features, labels).sum())
   return 1 - real / slots, pairs / rows, real / pairs
 
 

@@ -55,7 +55,17 @@ def example_text(tokens, features, labels, weights, row) -> str:
   return " || ".join(
       _pair_text(tokens, features, labels, labels["nsp"][row][slot], weights, row,
                  features["pair_ids"][row] == slot + 1)
-      for slot in range(int((weights["nsp"][row] > 0).sum())))
+      for slot in range(int(pairs_present(features, labels)[row].sum())))
+
+
+def pairs_present(features: dict, labels: dict) -> np.ndarray:
+  """Which pairs a batch holds, from its features: bool [rows] of an unpacked batch (a row
+  with tokens), bool [rows, pairs] of a packed one (a slot whose pair has tokens). Not from
+  the NSP weights: an MLM-only stream's are all 0."""
+  if "pair_ids" not in features:
+    return np.asarray(features["padding_mask"]).any(axis=1)
+  slots = np.arange(1, np.shape(labels["nsp"])[1] + 1)
+  return (np.asarray(features["pair_ids"])[:, None, :] == slots[None, :, None]).any(axis=2)
 
 
 def _pair_text(tokens, features, labels, is_next, weights, row, in_pair) -> str:
@@ -94,7 +104,7 @@ class Statistics:
     c = self.counts
     is_slot = weights["mlm"] > 0
     shown = np.take_along_axis(features["token_ids"], features["masked_positions"], axis=1)
-    is_pair = weights["nsp"] > 0  # every row's one pair, or a packed row's pairs
+    is_pair = pairs_present(features, labels)  # every row's one pair, or a packed row's pairs
     self.packed = "pair_ids" in features
     c["rows"] += len(labels["nsp"])
     c["examples"] += int(is_pair.sum())

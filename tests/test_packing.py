@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf.audit import AuditConfig, audit
+from bert_tf.audit import AuditConfig, audit, pairs_present
 from bert_tf.data import builtin_corpus, packing, records
 from bert_tf.data.record_dataset import records_dataset
 from bert_tf.model.bert_config import BertConfig
@@ -72,7 +72,7 @@ def _packed_pairs(features, labels, weights):
   pair's tokens are one run from its [CLS], numbered, positioned from 0."""
   pairs = []
   for row in range(len(labels["nsp"])):
-    for slot in np.flatnonzero(weights["nsp"][row]):
+    for slot in np.flatnonzero(pairs_present(features, labels)[row]):
       start = features["cls_positions"][row][slot]
       (where,) = np.nonzero(features["pair_ids"][row] == slot + 1)
       assert where[0] == start and np.all(np.diff(where) == 1)
@@ -171,6 +171,18 @@ def test_audit_counts_pairs_of_packed_rows(short_documents, vocab_file, data_dir
   assert stats["not_next_other_document_share"] == 1.0
   assert stats["examples"] / 2 < stats["documents"] < 2 * stats["examples"]
   assert len(texts) == 2 and all(" || " in text for text in texts)
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_audit_of_mlm_only_counts_its_pairs(short_documents, vocab_file, data_dir, tmp_path,
+                                            packed):
+  """MLM only, the NSP weights are all 0: the audit finds the pairs by their tokens."""
+  config = AuditConfig(data_dir=data_dir, vocab_file=vocab_file, model_dir=str(tmp_path),
+                       input_files=short_documents, packing=packed, nsp=False)
+  texts, stats = audit(config, num_examples=32, show_examples=2, batch_size=16)
+  assert stats["examples"] >= 32 and 5 < stats["mean_tokens"] <= SEQ, stats
+  assert stats["pairs_per_row"] > 1.5 if packed else "pairs_per_row" not in stats
+  assert all(text.count("[CLS]") == text.count(" || ") + 1 > 0 for text in texts), texts
 
 
 CONFIG = BertConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
