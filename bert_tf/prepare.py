@@ -63,7 +63,9 @@ class PrepareConfig(TrainConfig):
     if not self.output:
       raise UserError("--output is required: the directory to write the records to")
     check_apart(self.output, {"--input_files": self.input_files, "--vocab_file": self.vocab_file,
-                              "--data_dir": self.data_dir})  # the built-in corpus, the vocabulary
+                              "--data_dir": self.data_dir,  # the built-in corpus, the vocabulary
+                              "--init_checkpoint": self.init_checkpoint,  # its vocabulary, case
+                              "--eval_files": self.eval_files})
     if min(self.dupe_factor, self.num_output_files) <= 0:
       raise UserError("dupe_factor and num_output_files must be positive")
 

@@ -23,8 +23,11 @@ def _inside(path: str, directory: str) -> bool:
 
 def check_apart(output: str, inputs: dict[str, str]) -> None:
   """A one-line UserError when replacing `output` would remove the working directory or one of
-  `inputs` ({"--flag": a path or a comma list of paths and globs it reads})."""
-  if output and _inside(os.getcwd(), output):
+  `inputs` ({"--flag": a path or a comma list of paths and globs it reads}); nothing to check
+  without an output."""
+  if not output:
+    return
+  if _inside(os.getcwd(), output):
     raise UserError(f"--output={output} would replace the current directory with what it "
                     "writes: give a directory of its own (runs/NAME)")
   for flag, value in inputs.items():

@@ -18,6 +18,9 @@ def test_progress_line():
   assert line == ("step 1,500/2,000 | 79 examples/s | 6m 20s left | loss: 5.1234 "
                   "mlm_loss: 4.4700 nsp_loss: 0.4271 mlm_accuracy: 0.1930 nsp_accuracy: 0.7950")
   assert progress.progress_line(1, 10, None, None, {"loss": 2}) == "step 1/10 | loss: 2.0000"
+  mlm_only = progress.progress_line(1, 10, None, None, {
+      "loss": 4.0, "mlm_loss": 4.0, "nsp_loss": 0.0, "nsp_accuracy": 0.0}, nsp=False)
+  assert mlm_only == "step 1/10 | loss: 4.0000 mlm_loss: 4.0000"
 
 
 def test_lines_every():

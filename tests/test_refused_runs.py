@@ -212,11 +212,22 @@ def test_export_refuses_to_replace_what_it_reads(place, case):
     (dict(input_files="google/*.txt", output="google"),
      "--output=google would replace --input_files google/*.txt with what it writes"),
     (dict(vocab_file="hf/vocab.txt", output="hf/"), "--output=hf/ would replace --vocab_file"),
+    (dict(init_checkpoint="google", output="google"),
+     "--output=google would replace --init_checkpoint google"),
 ])
 def test_prepare_refuses_to_replace_what_it_reads(place, changes, message):
   config = PrepareConfig(**{**TINY, "input_files": "corpus.txt", "vocab_file": "vocab.txt",
                             **changes})
   refused(place, prepare_records, config, message)
+
+
+def test_an_output_apart_from_what_is_read_passes_and_urls_compare_by_their_text():
+  from bert_tf.replaced_outputs import check_apart
+  check_apart("", {"--model_dir": "runs/mine"})  # no output: nothing to check
+  check_apart("runs/mine_hf", {"--model_dir": "runs/mine"})
+  check_apart("gs://b/runs/mine_hf", {"--model_dir": "gs://b/runs/mine"})
+  with pytest.raises(UserError, match="would replace --model_dir gs://b/runs/mine with"):
+    check_apart("gs://b/runs/", {"--model_dir": "gs://b/runs/mine"})
 
 
 @pytest.mark.parametrize("layout", ["google", "hf"])

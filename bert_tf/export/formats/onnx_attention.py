@@ -14,8 +14,8 @@ as (`m` the keys' mask, `[batch, 1, 1, keys]`, 1 where a key is kept, 0 where it
 
 An attention without dropout (a model configured with `attention_probs_dropout_prob=0`, such
 as the quickstart's) Keras computes with its `dot_product_attention` instead, written as (`m`
-the keys' mask, boolean `[batch, 1, 1, keys]`; `LARGE_NEGATIVE` Keras's -0.7 times float32's
-largest):
+the keys' mask, boolean `[batch, 1, 1, keys]`; `LARGE_NEGATIVE` Keras's -0.7 times bfloat16's
+largest, which it takes for float32 too):
 
     s = Einsum[btnh,bsnh->bnts](x @ Wq (+ bq), x @ Wk (+ bk)) * scale   (projections as above)
     probs = Softmax(where(ones_like(s) & m, s, LARGE_NEGATIVE))
@@ -32,7 +32,8 @@ from onnx import helper, numpy_helper
 from bert_tf.export.formats.onnx_graph import GraphIndex, drop_unused
 
 MASKED_SCORE = -1e9  # what Keras's masked softmax adds to a padding key's score
-# What Keras's `dot_product_attention` puts in place of a padding key's score (float32).
+# What Keras's `dot_product_attention` puts in place of a padding key's score in float32 (and
+# bfloat16): -0.7 times bfloat16's largest. (A float16 graph's fill differs: not fused.)
 LARGE_NEGATIVE = -0.7 * 3.38953e38
 
 

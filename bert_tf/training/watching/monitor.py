@@ -30,7 +30,8 @@ class RunMonitor:
     self.tensorboard = callbacks_lib.TensorBoardScalars(os.path.join(logs, "train"))
     shown = [progress.Progress(config.train_steps,
                                every_steps=progress.lines_every(config.train_steps,
-                                                                config.log_every))
+                                                                config.log_every),
+                               nsp=config.nsp)
              ] if config.verbose else []
     self.window = callbacks_lib.TrainingWindow(
         config.log_every, global_batch_size=config.global_batch_size,

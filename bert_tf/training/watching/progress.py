@@ -26,14 +26,16 @@ def lines_every(train_steps: int, log_every: int = 1) -> int:
 
 
 def progress_line(step: int, train_steps: int, examples_per_second: float | None,
-                  seconds_left: float | None, record: dict) -> str:
+                  seconds_left: float | None, record: dict, nsp: bool = True) -> str:
+  """The line; an MLM-only run's (`nsp` False) without NSP's figures, of a head nothing
+  trains."""
   parts = [f"step {step:,}/{train_steps:,}"]
   if examples_per_second is not None:
     parts.append(f"{examples_per_second:,.0f} examples/s")
   if seconds_left is not None:
     parts.append(f"{duration(seconds_left)} left")
   parts.append(" ".join(f"{name}: {float(record[name]):.4f}" for name in SHOWN
-                        if name in record))
+                        if name in record and (nsp or not name.startswith("nsp_"))))
   return " | ".join(parts)
 
 
@@ -42,8 +44,9 @@ class Progress(StepCounter):
   `fit(verbose=0)`."""
 
   def __init__(self, train_steps: int, *, terminal: bool | None = None,
-               every_steps: int | None = None, every_seconds: float = 0.5):
+               every_steps: int | None = None, every_seconds: float = 0.5, nsp: bool = True):
     super().__init__()
+    self.nsp = nsp
     self.train_steps = train_steps
     self.terminal = console.is_terminal() if terminal is None else terminal
     self.every_steps = every_steps or lines_every(train_steps)
@@ -85,7 +88,8 @@ class Progress(StepCounter):
     if self.step > start_step and now > start_time:
       left = (self.train_steps - self.step) * (now - start_time) / (self.step - start_step)
     line = progress_line(self.step, self.train_steps,
-                         self._record.get("examples_per_second"), left, self._record)
+                         self._record.get("examples_per_second"), left, self._record,
+                         self.nsp)
     if self.terminal:
       console.status(line[:shutil.get_terminal_size().columns - 1])
     else:
