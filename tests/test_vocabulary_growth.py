@@ -267,6 +267,6 @@ def test_a_bert_tf_run_continues_from_its_weights_alone_on_a_new_schedule(
                 *TINY, "--train_steps=2", "--noserving_export"])
   assert result.returncode == 0, result.stderr[-3000:]
   assert (f"Initialising from {source} (a bert_tf model_dir): its weights; the optimizer and "
-          "the learning-rate schedule start afresh (warm-up 1 steps)") in result.stderr
+          "the learning-rate schedule start afresh (warm-up 1 step)") in result.stderr
   assert "Going on from" not in result.stderr
   assert tf.train.latest_checkpoint(str(model_dir / "checkpoints")).endswith("ckpt-2")
