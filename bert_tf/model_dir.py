@@ -19,6 +19,13 @@ CHECKPOINTS = "checkpoints"  # the training checkpoints: weights, optimizer, dat
 # its final weights and figures, written when it finishes.
 CONFIG_FILE, VOCAB_FILE, TRAIN_CONFIG_FILE = "bert_config.json", "vocab.txt", "train_config.json"
 WEIGHTS_FILE, METRICS_FILE = "model.weights.h5", "metrics.json"
+# What a run trained and what reading it needs: no command's --output may replace them.
+TRAINED = (CHECKPOINTS, WEIGHTS_FILE, CONFIG_FILE, VOCAB_FILE, TRAIN_CONFIG_FILE)
+
+
+def trained_parts(path: str) -> dict[str, str]:
+  """{"--model_dir's NAME": its path} of each of `TRAINED` in the model_dir `path`."""
+  return {f"--model_dir's {name}": os.path.join(path, name) for name in TRAINED}
 
 
 def latest_step(path: str) -> int:

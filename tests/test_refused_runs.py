@@ -192,6 +192,9 @@ REPLACED_OUTPUTS = {
                          "--output=google would replace --model_dir google with what it writes"),
     "a folder holding the run": (dict(model_dir="google", output="."),
                                  "--output=. would replace the current directory"),
+    "the run's checkpoints": (dict(model_dir="google", output="google/checkpoints"),
+                              "--output=google/checkpoints would replace --model_dir's "
+                              "checkpoints google/checkpoints"),
     "the dev file's folder": (
         dict(model_dir="google", format="onnx", dev_file="hf/dev.tsv", output="hf"),
         "--output=hf would replace --dev_file hf/dev.tsv"),

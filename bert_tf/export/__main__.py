@@ -24,6 +24,9 @@ log = logging.getLogger("bert_tf")
 
 def export(config: ExportConfig) -> None:
   config.check()
+  from bert_tf import model_dir
+  from bert_tf.replaced_outputs import check_apart
+  check_apart(config.output, model_dir.trained_parts(config.model_dir))  # runs/mine/checkpoints
   from bert_tf.export.formats import export, export_finetuned, verify, verify_finetuned
   from bert_tf.finetune import finetuned
   from bert_tf.serving.trained import load_trained

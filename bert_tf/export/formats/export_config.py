@@ -25,8 +25,8 @@ class ExportConfig(DataDirConfig, ColumnsConfig):
       "the model on ids with tokenizer.json (the tokenizers library's), vocab.txt and "
       "portable.json.", choices=tuple(FORMATS))
   output: str = setting("", "Directory to write (replaced if it exists); neither the "
-                        "--model_dir, a folder holding it or the --dev_file, nor the current "
-                        "directory.")
+                        "--model_dir, a folder holding it, its checkpoints or files, the "
+                        "--dev_file, nor the current directory.")
   top_k: int = setting(5, "fill_mask: predictions per [MASK] (savedmodel).")
   quantize: str = setting("none", "litert, onnx: none (float32), fp16 (float16 weights) or "
                           "int8 (dynamic-range int8 weights).", choices=QUANTIZATIONS)
