@@ -187,15 +187,12 @@ def _run_vocabulary(inputs):
   if inputs.vocabulary is not None:
     yield _grown(inputs.config, inputs.vocabulary)
     return
-  from bert_tf.data.vocabulary_learner import learned_in_passing
+  from bert_tf.data.vocabulary_learner import learned_in_passing, learning_settings
 
   config = inputs.config
   log.info("Vocabulary %s does not exist: learning one from the corpus for the audit, as the "
            "run would (not written)", config.vocab_file)
-  with learned_in_passing(config.input_files, vocab_size=config.vocab_size,
-                          lower_case=config.do_lower_case, input_format=config.input_format,
-                          min_token_count=config.min_token_count,
-                          data_dir=config.data_dir) as vocabulary:
+  with learned_in_passing(config.input_files, **learning_settings(config)) as vocabulary:
     yield vocabulary
 
 

@@ -13,9 +13,9 @@ from bert_tf import console
 if __name__ == "__main__":  # as a command: before TensorFlow loads, its start-up lines go
   console.start(sys.argv)
 from bert_tf.data import corpus, vocabulary_fit  # noqa: E402
+from bert_tf.data import vocabulary_learner as learner  # noqa: E402
 from bert_tf.data.data_settings import VocabularyConfig  # noqa: E402
 from bert_tf.data.tokenization import Vocabulary  # noqa: E402
-from bert_tf.data.vocabulary_learner import build_vocabulary, learned_in_passing  # noqa: E402
 from bert_tf.settings import setting  # noqa: E402
 
 LEARNED = "learned from the corpus"
@@ -41,10 +41,8 @@ def check_corpus(config: VocabularyConfig) -> None:
 
 def build(config: VocabularyConfig) -> None:
   """Learns --vocab_file; the learner says what it read and what it wrote."""
-  build_vocabulary(
-      config.input_files, config.vocab_file, vocab_size=config.vocab_size,
-      lower_case=config.do_lower_case, input_format=config.input_format,
-      min_token_count=config.min_token_count, data_dir=config.data_dir)
+  learner.build_vocabulary(config.input_files, config.vocab_file,
+                           **learner.learning_settings(config))
 
 
 def report(config: VocabularyConfig) -> dict:
@@ -52,10 +50,8 @@ def report(config: VocabularyConfig) -> dict:
   vocabulary = Vocabulary(config.vocab_file)
   sentences, sample = vocabulary_fit.sample_sentences(config.input_files, config.input_format,
                                                       config.data_dir)
-  with learned_in_passing(
-      config.input_files, vocab_size=len(vocabulary), lower_case=config.do_lower_case,
-      input_format=config.input_format, min_token_count=config.min_token_count,
-      data_dir=config.data_dir) as learned:
+  with learner.learned_in_passing(config.input_files, **{
+      **learner.learning_settings(config), "vocab_size": len(vocabulary)}) as learned:
     columns = {name: vocabulary_fit.figures(
                    vocabulary_fit.count_words(sentences, v, config.do_lower_case), v,
                    config.do_lower_case)

@@ -53,6 +53,14 @@ def learned_tokens(file_patterns, *, vocab_size: int = 8000, lower_case: bool = 
       learn_params={"lower_thresh": min_token_count})
 
 
+def learning_settings(config) -> dict:
+  """`learned_tokens`' keywords from a command's settings (a `VocabularyConfig` or a
+  `TrainConfig`: the corpus's format and case, the size asked, where the built-in corpus is)."""
+  return dict(vocab_size=config.vocab_size, lower_case=config.do_lower_case,
+              input_format=config.input_format, min_token_count=config.min_token_count,
+              data_dir=config.data_dir)
+
+
 @contextlib.contextmanager
 def learned_in_passing(file_patterns, **learning):
   """A vocabulary learned from the corpus (`learned_tokens`, `learning` its keywords) for the

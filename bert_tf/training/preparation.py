@@ -16,7 +16,7 @@ import tensorflow as tf
 from bert_tf.data import builtin_corpus, corpus, record_checks
 from bert_tf.data.data_settings import RECORDS
 from bert_tf.data.tokenization import Vocabulary
-from bert_tf.data.vocabulary_learner import build_vocabulary
+from bert_tf.data.vocabulary_learner import build_vocabulary, learning_settings
 from bert_tf.errors import UserError
 from bert_tf.interop import init_checkpoint
 from bert_tf.interop.source import Source
@@ -144,9 +144,7 @@ def learned_vocabulary(inputs: CheckedInputs) -> Vocabulary:
   if not chief_vocabulary.learns_here():
     return chief_vocabulary.learned_by_the_chief(config.vocab_file)
   log.info("Vocabulary %s does not exist: building it from the corpus", config.vocab_file)
-  return build_vocabulary(config.input_files, config.vocab_file, vocab_size=config.vocab_size,
-                          lower_case=config.do_lower_case, input_format=config.input_format,
-                          min_token_count=config.min_token_count, data_dir=config.data_dir)
+  return build_vocabulary(config.input_files, config.vocab_file, **learning_settings(config))
 
 
 def prepare(inputs: CheckedInputs) -> tuple[TrainConfig, Vocabulary, BertConfig]:
