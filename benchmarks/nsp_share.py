@@ -48,12 +48,13 @@ def is_next_share(path: str, vocab_file: str, seq_length: int, packing: bool,
   import numpy as np
 
   import bert_tf
+  from bert_tf.audit import pairs_present
   batches = bert_tf.pretraining_dataset(
       path, vocab_file, seq_length=seq_length, max_predictions_per_seq=seq_length * 20 // 128,
       batch_size=64, packing=packing, seed=seed)
   is_next = pairs = 0
-  for _, labels, weights in batches.as_numpy_iterator():
-    real = np.asarray(weights["nsp"]) > 0
+  for features, labels, _ in batches.as_numpy_iterator():
+    real = pairs_present(features, labels)
     is_next += int((np.asarray(labels["nsp"])[real] == 1).sum())
     pairs += int(real.sum())
     if pairs >= num_pairs:

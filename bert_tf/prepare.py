@@ -41,7 +41,8 @@ class PrepareConfig(TrainConfig):
   """Where the records go and how many epochs of the corpus they hold."""
 
   output: str = setting("", "Directory the record files are written to (replaced whole); "
-                        "not one holding the corpus, the vocabulary or the current directory.")
+                        "not one holding what it reads (the corpus, the vocabulary, the initial "
+                        "model, the eval files) nor the current directory.")
   dupe_factor: int = setting(10, "Epochs of the corpus written, each paired and masked afresh "
                              "(original BERT's --dupe_factor).")
   num_output_files: int = setting(16, "Record files written, the examples dealt in turn.")
